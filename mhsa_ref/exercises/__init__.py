@@ -1,0 +1,38 @@
+"""The exercise registry: the one description of every exercise, read by `check` and the grader.
+
+Look an exercise up by id (``get("01.softmax")``) or by the name the learner gives their
+function (``find_by_name("softmax")``). Chapters register their exercises in ``chNN.py``.
+"""
+
+from __future__ import annotations
+
+from . import ch01
+from .spec import Case, Exercise, Misconception, Property
+
+__all__ = ["Case", "Exercise", "Misconception", "Property", "REGISTRY", "get", "find_by_name", "for_chapter"]
+
+REGISTRY: dict[str, Exercise] = {ex.id: ex for ex in (*ch01.EXERCISES,)}
+
+
+def get(exercise_id: str) -> Exercise:
+    try:
+        return REGISTRY[exercise_id]
+    except KeyError:
+        known = ", ".join(sorted(REGISTRY))
+        raise KeyError(f"no exercise {exercise_id!r}; known exercises: {known}") from None
+
+
+def find_by_name(name: str, chapter: str | None = None) -> Exercise:
+    """The exercise whose function or class is called ``name`` (names are unique per chapter)."""
+    matches = [ex for ex in REGISTRY.values() if ex.name == name and chapter in (None, ex.chapter)]
+    if not matches:
+        known = ", ".join(sorted({ex.name for ex in REGISTRY.values()}))
+        raise LookupError(f"{name!r} is not an exercise of this book; exercises are: {known}")
+    if len(matches) > 1:
+        ids = ", ".join(ex.id for ex in matches)
+        raise LookupError(f"{name!r} names several exercises ({ids}); pass the id explicitly")
+    return matches[0]
+
+
+def for_chapter(chapter: str) -> list[Exercise]:
+    return [ex for ex in REGISTRY.values() if ex.chapter == chapter]

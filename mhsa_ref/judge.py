@@ -1,0 +1,252 @@
+"""The judge: turns what a learner's function did on each case into one verdict.
+
+The judge is pure and trusted. It never runs the learner's code: it receives ``Outcome``s
+(arrays returned, or the exception raised, and which inputs were changed in place) from
+whoever ran it, in-process for a notebook's ``check`` or in a sandbox for the autograder,
+and compares them with the reference in this order:
+
+    raised? -> number of outputs -> type -> shape -> dtype -> finiteness -> values -> inputs intact
+
+When something is wrong it tries the exercise's known misconceptions: if the learner's
+outcomes agree with a wrong implementation on every case, that mistake is named.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .exercises.spec import FLOAT32_OUTPUT, INPUT_MODIFIED, Case, Exercise
+
+STATUSES = ("passed", "failed", "error", "not_implemented")
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What one call did. ``outputs`` is always a tuple (a bare array becomes a 1-tuple)."""
+
+    outputs: tuple | None = None
+    error: str | None = None  # "ValueError: shapes (3,5) and (3,) ..." when it raised
+    not_implemented: bool = False
+    modified: tuple[str, ...] = ()  # names of the arguments changed in place
+
+
+@dataclass
+class Verdict:
+    exercise: str
+    status: str  # one of STATUSES
+    feedback: str
+    misconception: str | None = None
+    case: str | None = None  # the first case that went wrong
+    details: list[str] = field(default_factory=list)
+    n_cases: int = 0
+    seed: int | None = None
+
+    @property
+    def passed(self) -> bool:
+        return self.status == "passed"
+
+
+def call(fn, case: Case) -> Outcome:
+    """Run ``fn`` on one case in this process and record what it did (trusted callers only:
+    the reference and the misconception variants, or a learner in their own notebook)."""
+    args = case.fresh_args()
+    before = case.fresh_args()
+    try:
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            result = fn(*args)
+    except NotImplementedError:
+        return Outcome(not_implemented=True)
+    except Exception as exc:  # the learner's bug, reported as such
+        return Outcome(error=f"{type(exc).__name__}: {str(exc).strip()}")
+    outputs = result if isinstance(result, tuple) else (result,)
+    modified = tuple(
+        name
+        for name, a, b in zip(case.arg_names or _default_names(case), args, before)
+        if isinstance(b, np.ndarray) and not _same_array(a, b)
+    )
+    return Outcome(outputs=outputs, modified=modified)
+
+
+def _default_names(case: Case) -> tuple[str, ...]:
+    return tuple(f"argument {i + 1}" for i in range(len(case.args)))
+
+
+def _same_array(a: object, b: np.ndarray) -> bool:
+    return (
+        isinstance(a, np.ndarray)
+        and a.shape == b.shape
+        and a.dtype == b.dtype
+        and bool(np.array_equal(a, b, equal_nan=b.dtype.kind in "fc"))
+    )
+
+
+def _as_plain_array(value: object) -> np.ndarray | None:
+    """The learner's output as a plain ndarray, or None if it is not a numeric array.
+
+    ``np.asarray`` drops ndarray subclasses (whose ``__eq__`` could lie); object arrays are
+    refused because comparing them would call the learner's objects.
+    """
+    if not isinstance(value, (np.ndarray, np.generic)):
+        return None
+    arr = np.asarray(value)
+    if arr.dtype.kind not in "biufc":
+        return None
+    return arr
+
+
+def _close(actual: np.ndarray, expected: np.ndarray, rtol: float, atol: float) -> np.ndarray:
+    with np.errstate(all="ignore"):
+        return np.isclose(actual, expected, rtol=rtol, atol=atol, equal_nan=True)
+
+
+def _fmt(arr: np.ndarray) -> str:
+    with np.printoptions(precision=4, suppress=True, threshold=24, edgeitems=2, linewidth=88):
+        return np.array2string(np.asarray(arr), separator=", ")
+
+
+def _first_difference(ex: Exercise, case: Case, reference: Outcome, got: Outcome) -> tuple[str, str | None]:
+    """Compare one case. Returns ("", None) when it matches, else (message, misconception id)."""
+    if got.not_implemented:
+        return "not implemented", None
+    if got.error is not None:
+        return f"raised {got.error}", None
+    assert reference.outputs is not None, f"reference failed on case {case.name!r}"
+    names = ex.outputs
+    if len(got.outputs) != len(reference.outputs):
+        want = f"{len(names)} values ({', '.join(names)})" if len(names) > 1 else "one array"
+        return f"returned {len(got.outputs)} value(s); expected {want}", None
+    for name, actual, expected in zip(names, got.outputs, reference.outputs):
+        label = f"`{name}`" if len(names) > 1 else "the output"
+        arr = _as_plain_array(actual)
+        if arr is None:
+            kind = type(actual).__name__
+            if isinstance(actual, np.ndarray):
+                kind = f"an array of dtype {actual.dtype}"
+            return f"{label} is {kind}; expected a NumPy array of numbers", None
+        if arr.shape != expected.shape:
+            return f"{label} has shape {arr.shape}; expected {expected.shape}", None
+        if arr.dtype != np.dtype(ex.dtype):
+            mid = FLOAT32_OUTPUT.id if arr.dtype == np.float32 and ex.dtype == "float64" else None
+            return f"{label} has dtype {arr.dtype}; expected {ex.dtype}", mid
+        bad_nan = ~np.isfinite(arr) & np.isfinite(expected)
+        if bad_nan.any():
+            idx = tuple(int(i) for i in np.argwhere(bad_nan)[0])
+            return (
+                f"{label} has {int(bad_nan.sum())} non-finite value(s) (NaN or inf) where the "
+                f"answer is finite, first at index {idx}"
+            ), None
+        ok = _close(arr, expected, ex.rtol, ex.atol)
+        if not ok.all():
+            idx = tuple(int(i) for i in np.argwhere(~ok)[0])
+            with np.errstate(all="ignore"):
+                err = float(np.nanmax(np.abs(arr - expected)))
+            msg = (
+                f"{label} differs from the expected values at {int((~ok).sum())} of {ok.size} "
+                f"entries (largest difference {err:.3g}); first at index {idx}: "
+                f"got {arr[idx]:.6g}, expected {expected[idx]:.6g}"
+            )
+            if arr.size <= 24:
+                msg += f"\n      got:      {_fmt(arr)}\n      expected: {_fmt(expected)}"
+            return msg, None
+    if got.modified:
+        which = ", ".join(f"`{n}`" for n in got.modified)
+        return f"the output is right, but your function modified {which} in place", INPUT_MODIFIED.id
+    return "", None
+
+
+def _agrees(a: Outcome, b: Outcome, rtol: float, atol: float) -> bool:
+    """Do two outcomes agree: both raised, or both returned the same arrays (NaN == NaN)?"""
+    if (a.error is None) != (b.error is None) or a.not_implemented or b.not_implemented:
+        return False
+    if a.error is not None:
+        return True
+    if len(a.outputs) != len(b.outputs):
+        return False
+    for x, y in zip(a.outputs, b.outputs):
+        x, y = _as_plain_array(x), _as_plain_array(y)
+        if x is None or y is None or x.shape != y.shape:
+            return False
+        if not _close(x.astype(np.complex128), y.astype(np.complex128), rtol, atol).all():
+            return False
+    return True
+
+
+def diagnose(ex: Exercise, cases: list[Case], outcomes: list[Outcome]) -> str | None:
+    """The id of the misconception whose variant agrees with the learner on every case."""
+    for mis in ex.misconceptions:
+        for variant in mis.variants:
+            if all(
+                _agrees(got, call(variant, case), ex.rtol * 10, ex.atol * 10)
+                for case, got in zip(cases, outcomes)
+            ):
+                return mis.id
+    return None
+
+
+def judge(
+    ex: Exercise,
+    cases: list[Case],
+    outcomes: list[Outcome],
+    reference: list[Outcome] | None = None,
+    seed: int | None = None,
+) -> Verdict:
+    """One verdict for one exercise from the learner's outcomes on ``cases``."""
+    if reference is None:
+        reference = [call(ex.reference, case) for case in cases]
+    verdict = Verdict(ex.id, "passed", "", n_cases=len(cases), seed=seed)
+    if any(o.not_implemented for o in outcomes):
+        verdict.status = "not_implemented"
+        verdict.feedback = (
+            f"{ex.name} is not implemented yet: replace `raise NotImplementedError` with your code."
+        )
+        return verdict
+
+    failures = []
+    for case, ref, got in zip(cases, reference, outcomes):
+        message, mid = _first_difference(ex, case, ref, got)
+        if message:
+            failures.append((case, got, message, mid))
+    if not failures:
+        verdict.feedback = f"{ex.name} passed all {len(cases)} cases."
+        return verdict
+
+    case, got, message, mid = failures[0]
+    verdict.case = case.name
+    verdict.status = "error" if got.error is not None else "failed"
+    verdict.details = [f"case {c.name!r}: {m}" for c, _, m, _ in failures]
+    if mid is None:
+        mid = diagnose(ex, cases, outcomes)
+    if mid is not None:
+        verdict.status = "failed"
+        verdict.misconception = mid
+    verdict.feedback = _feedback(ex, case, got, message, mid)
+    return verdict
+
+
+def _feedback(ex: Exercise, case: Case, got: Outcome, message: str, mid: str | None) -> str:
+    first, _, arrays = message.partition("\n")
+    lines = [f"On case {case.name!r}, {first.rstrip(' .')}."] + ([arrays] if arrays else [])
+    mis = ex.misconception(mid) if mid else None
+    if mis is None and mid in (FLOAT32_OUTPUT.id, INPUT_MODIFIED.id):
+        mis = FLOAT32_OUTPUT if mid == FLOAT32_OUTPUT.id else INPUT_MODIFIED
+    if mis is not None:
+        lines.append(f"Likely mistake [{mis.id}]: {mis.message}")
+    elif got.outputs is not None:
+        for prop in ex.properties:
+            problem = _safe_property(prop, case, got.outputs)
+            if problem:
+                lines.append(f"Hint: {problem}")
+    return "\n".join(lines)
+
+
+def _safe_property(prop, case: Case, outputs: tuple) -> str | None:
+    """Properties are trusted code, but they look at untrusted outputs: never let them crash."""
+    try:
+        with np.errstate(all="ignore"):
+            return prop.holds(case, tuple(_as_plain_array(o) for o in outputs))
+    except Exception:
+        return None
