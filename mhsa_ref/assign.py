@@ -1,0 +1,213 @@
+"""Generate the learner notebooks in ``book/`` from the solution notebooks in ``solutions/``.
+
+    python -m mhsa_ref.assign            # write book/NN_*.ipynb (and tidy solutions/)
+    python -m mhsa_ref.assign --check    # exit 1 if anything is not exactly what it would write
+
+For every ``solutions/NN_slug.ipynb`` it
+- regenerates the setup cell (the code cell tagged ``setup``) from ``_config.yml``, the one
+  place the repository URL is written, in both notebooks;
+- strips outputs and execution counts (both notebooks: outputs are never committed);
+- replaces each ``### BEGIN SOLUTION`` ... ``### END SOLUTION`` region with a stub that raises
+  ``NotImplementedError`` at the same indentation, and drops cells tagged ``solution-only``;
+- stamps ``metadata.mhsa_ref`` (chapter id, source) into the learner notebook.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import re
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
+STUB = 'raise NotImplementedError("your code here")'
+SETUP_TAG = "setup"
+SOLUTION_ONLY_TAG = "solution-only"
+NOTEBOOK_NAME = re.compile(r"^(\d\d)_[a-z0-9_]+\.ipynb$")
+# MHSA_REF_SOURCE lets a test (or a course fork) install mhsa_ref from somewhere else.
+SETUP_TEMPLATE = '''\
+# Setup: generated from _config.yml by `python -m mhsa_ref.assign`; edits here are overwritten.
+# In Colab this installs the book's package, mhsa_ref; where it is installed it does nothing.
+import importlib, importlib.util, os, subprocess, sys
+
+if importlib.util.find_spec("mhsa_ref") is None:
+    source = os.environ.get("MHSA_REF_SOURCE", "git+{url}@{branch}")
+    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", source], check=True)
+    importlib.invalidate_caches()
+
+from mhsa_ref.device import pick_device
+
+device = pick_device()  # cuda > mps > cpu
+print(f"mhsa_ref is ready; device: {{device}}")'''
+
+
+class AssignError(Exception):
+    """A solutions notebook the generator cannot turn into a learner notebook."""
+
+
+@dataclass(frozen=True)
+class BookConfig:
+    url: str
+    branch: str
+
+    @classmethod
+    def load(cls, root: Path) -> "BookConfig":
+        import yaml
+
+        config = yaml.safe_load((root / "_config.yml").read_text(encoding="utf-8"))
+        repo = config.get("repository") or {}
+        url, branch = repo.get("url"), repo.get("branch")
+        if not url or not branch:
+            raise AssignError("_config.yml must set repository.url and repository.branch")
+        return cls(url=str(url).rstrip("/"), branch=str(branch))
+
+    def setup_source(self) -> str:
+        return SETUP_TEMPLATE.format(url=self.url, branch=self.branch)
+
+
+def stub_solutions(source: str, where: str = "cell") -> str:
+    """Replace every solution region in ``source`` by a stub at the marker's indentation."""
+    out: list[str] = []
+    inside = False
+    for number, line in enumerate(source.split("\n"), start=1):
+        marker = line.strip()
+        if marker == BEGIN:
+            if inside:
+                raise AssignError(f"{where}, line {number}: {BEGIN} inside another solution region")
+            inside = True
+            indent = line[: len(line) - len(line.lstrip())]
+            out.append(indent + STUB)
+        elif marker == END:
+            if not inside:
+                raise AssignError(f"{where}, line {number}: {END} without a {BEGIN}")
+            inside = False
+        elif not inside:
+            out.append(line)
+    if inside:
+        raise AssignError(f"{where}: {BEGIN} is never closed by {END}")
+    return "\n".join(out)
+
+
+def _strip(cell) -> None:
+    if cell.cell_type == "code":
+        cell.outputs = []
+        cell.execution_count = None
+    for key in ("execution", "collapsed", "scrolled", "ExecuteTime"):
+        cell.metadata.pop(key, None)
+
+
+def _tags(cell) -> list[str]:
+    return list(cell.metadata.get("tags", []))
+
+
+def tidy_solutions(nb, config: BookConfig, where: str):
+    """The solutions notebook as it should be committed: setup cell current, no outputs."""
+    nb = copy.deepcopy(nb)
+    setup = [c for c in nb.cells if c.cell_type == "code" and SETUP_TAG in _tags(c)]
+    if len(setup) != 1:
+        raise AssignError(f"{where}: needs exactly one code cell tagged {SETUP_TAG!r}, found {len(setup)}")
+    setup[0].source = config.setup_source()
+    for cell in nb.cells:
+        _strip(cell)
+    nb.metadata.pop("widgets", None)
+    nb.metadata["language_info"] = {"name": "python"}
+    return nb
+
+
+def learner_notebook(solutions_nb, chapter: str, source_name: str):
+    """The learner's notebook: solutions stubbed, solution-only cells dropped, chapter stamped."""
+    nb = copy.deepcopy(solutions_nb)
+    nb.cells = [c for c in nb.cells if SOLUTION_ONLY_TAG not in _tags(c)]
+    for index, cell in enumerate(nb.cells):
+        if cell.cell_type == "code":
+            cell.source = stub_solutions(cell.source, f"{source_name}, cell {index}")
+        elif BEGIN in cell.source:
+            raise AssignError(f"{source_name}, cell {index}: solution markers belong in code cells")
+    nb.metadata["mhsa_ref"] = {"chapter": chapter, "source": f"solutions/{source_name}"}
+    return nb
+
+
+def _dump(nb) -> str:
+    import nbformat
+
+    text = nbformat.writes(nb)
+    return text if text.endswith("\n") else text + "\n"
+
+
+def plan(root: Path) -> dict[Path, str]:
+    """Every file the generator owns, mapped to the exact text it should contain."""
+    import nbformat
+
+    config = BookConfig.load(root)
+    files: dict[Path, str] = {}
+    sources = sorted((root / "solutions").glob("*.ipynb"))
+    for path in sources:
+        match = NOTEBOOK_NAME.match(path.name)
+        if not match:
+            raise AssignError(f"{path.relative_to(root)}: chapter notebooks are named NN_slug.ipynb")
+        nb = nbformat.read(path, as_version=4)
+        tidy = tidy_solutions(nb, config, str(path.relative_to(root)))
+        files[path] = _dump(tidy)
+        files[root / "book" / path.name] = _dump(learner_notebook(tidy, match.group(1), path.name))
+    return files
+
+
+def stale_book_notebooks(root: Path) -> list[Path]:
+    """Chapter notebooks in book/ that no longer have a solutions notebook."""
+    have = {p.name for p in (root / "solutions").glob("*.ipynb")}
+    return [p for p in sorted((root / "book").glob("*.ipynb")) if NOTEBOOK_NAME.match(p.name) and p.name not in have]
+
+
+def differences(root: Path) -> list[str]:
+    """What --check reports: each file that is not exactly what the generator writes."""
+    problems = []
+    for path, text in plan(root).items():
+        rel = path.relative_to(root)
+        if not path.exists():
+            problems.append(f"{rel}: missing")
+        elif path.read_text(encoding="utf-8") != text:
+            problems.append(f"{rel}: differs from what `python -m mhsa_ref.assign` writes")
+    problems += [f"{p.relative_to(root)}: has no solutions notebook" for p in stale_book_notebooks(root)]
+    return problems
+
+
+def write(root: Path) -> list[Path]:
+    changed = []
+    for path, text in plan(root).items():
+        if not path.exists() or path.read_text(encoding="utf-8") != text:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text, encoding="utf-8")
+            changed.append(path)
+    return changed
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m mhsa_ref.assign", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--root", type=Path, default=Path("."), help="the book's root (default: .)")
+    parser.add_argument("--check", action="store_true", help="change nothing; exit 1 if book/ or solutions/ are out of date")
+    args = parser.parse_args(argv)
+    root = args.root.resolve()
+    try:
+        if args.check:
+            problems = differences(root)
+            for line in problems:
+                print(line, file=sys.stderr)
+            if problems:
+                print("run `python -m mhsa_ref.assign` to regenerate", file=sys.stderr)
+                return 1
+            print("book/ and solutions/ are up to date")
+            return 0
+        for path in write(root):
+            print(f"wrote {path.relative_to(root)}")
+        for path in stale_book_notebooks(root):
+            print(f"warning: {path.relative_to(root)} has no solutions notebook", file=sys.stderr)
+        return 0
+    except AssignError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
