@@ -24,11 +24,14 @@ def softmax(x: np.ndarray, axis: int = -1) -> np.ndarray:
     if x.ndim == 0:
         raise ValueError(f"x must have at least 1 dimension, got shape {x.shape}")
     axis = normalize_axis(axis, x.ndim, x.shape)
+    if x.shape[axis] == 0:  # nothing to normalize (e.g. attention over zero keys)
+        return x
     m = np.max(x, axis=axis, keepdims=True)
-    m = np.where(np.isfinite(m), m, 0.0)  # all -inf slice: exp(-inf - 0) = 0, no NaN
+    m = np.where(m == -np.inf, 0.0, m)  # all -inf slice: exp(-inf - 0) = 0, not NaN; NaN stays NaN
     e = np.exp(x - m)
     total = np.sum(e, axis=axis, keepdims=True)
-    return np.divide(e, total, out=np.zeros_like(e), where=total > 0)
+    # Only an all -inf slice has total == 0; it gives zeros. A NaN anywhere propagates, as in torch.
+    return np.where(total == 0, 0.0, e / np.where(total == 0, 1.0, total))
 
 
 def _broadcast_shape(*shapes: tuple[int, ...]) -> tuple[int, ...] | None:

@@ -21,6 +21,7 @@ import numpy as np
 from .exercises.spec import FLOAT32_OUTPUT, INPUT_MODIFIED, Case, Exercise
 
 STATUSES = ("passed", "failed", "error", "not_implemented")
+VALUES = "\x00values:"  # marks a comparison of values (stripped before anyone reads it)
 
 
 @dataclass(frozen=True)
@@ -49,9 +50,12 @@ class Verdict:
         return self.status == "passed"
 
 
-def call(fn, case: Case) -> Outcome:
+def call(fn, case: Case, n_outputs: int = 1) -> Outcome:
     """Run ``fn`` on one case in this process and record what it did (trusted callers only:
-    the reference and the misconception variants, or a learner in their own notebook)."""
+    the reference and the misconception variants, or a learner in their own notebook).
+
+    With ``n_outputs == 1`` whatever ``fn`` returns is the one output, so a stray trailing
+    comma (a 1-tuple) is judged as the wrong type rather than silently unpacked."""
     args = case.fresh_args()
     before = case.fresh_args()
     try:
@@ -62,7 +66,7 @@ def call(fn, case: Case) -> Outcome:
         return Outcome(not_implemented=True)
     except Exception as exc:  # the learner's bug, reported as such
         return Outcome(error=f"{type(exc).__name__}: {str(exc).strip()}")
-    outputs = result if isinstance(result, tuple) else (result,)
+    outputs = result if isinstance(result, tuple) and n_outputs != 1 else (result,)
     modified = tuple(
         name
         for name, a, b in zip(case.arg_names or _default_names(case), args, before)
@@ -109,7 +113,9 @@ def _fmt(arr: np.ndarray) -> str:
 
 
 def _first_difference(ex: Exercise, case: Case, reference: Outcome, got: Outcome) -> tuple[str, str | None]:
-    """Compare one case. Returns ("", None) when it matches, else (message, misconception id)."""
+    """Compare one case. Returns ("", None) when it matches, else (message, misconception id).
+
+    Messages about values start with VALUES so that property hints are added only to them."""
     if got.not_implemented:
         return "not implemented", None
     if got.error is not None:
@@ -135,7 +141,7 @@ def _first_difference(ex: Exercise, case: Case, reference: Outcome, got: Outcome
         bad_nan = ~np.isfinite(arr) & np.isfinite(expected)
         if bad_nan.any():
             idx = tuple(int(i) for i in np.argwhere(bad_nan)[0])
-            return (
+            return VALUES + (
                 f"{label} has {int(bad_nan.sum())} non-finite value(s) (NaN or inf) where the "
                 f"answer is finite, first at index {idx}"
             ), None
@@ -144,7 +150,7 @@ def _first_difference(ex: Exercise, case: Case, reference: Outcome, got: Outcome
             idx = tuple(int(i) for i in np.argwhere(~ok)[0])
             with np.errstate(all="ignore"):
                 err = float(np.nanmax(np.abs(arr - expected)))
-            msg = (
+            msg = VALUES + (
                 f"{label} differs from the expected values at {int((~ok).sum())} of {ok.size} "
                 f"entries (largest difference {err:.3g}); first at index {idx}: "
                 f"got {arr[idx]:.6g}, expected {expected[idx]:.6g}"
@@ -162,8 +168,8 @@ def _agrees(a: Outcome, b: Outcome, rtol: float, atol: float) -> bool:
     """Do two outcomes agree: both raised, or both returned the same arrays (NaN == NaN)?"""
     if (a.error is None) != (b.error is None) or a.not_implemented or b.not_implemented:
         return False
-    if a.error is not None:
-        return True
+    if a.error is not None:  # both raised: agree when it is the same kind of exception
+        return a.error.split(":", 1)[0] == b.error.split(":", 1)[0]
     if len(a.outputs) != len(b.outputs):
         return False
     for x, y in zip(a.outputs, b.outputs):
@@ -180,7 +186,7 @@ def diagnose(ex: Exercise, cases: list[Case], outcomes: list[Outcome]) -> str | 
     for mis in ex.misconceptions:
         for variant in mis.variants:
             if all(
-                _agrees(got, call(variant, case), ex.rtol * 10, ex.atol * 10)
+                _agrees(got, call(variant, case, len(ex.outputs)), ex.rtol * 10, ex.atol * 10)
                 for case, got in zip(cases, outcomes)
             ):
                 return mis.id
@@ -196,7 +202,7 @@ def judge(
 ) -> Verdict:
     """One verdict for one exercise from the learner's outcomes on ``cases``."""
     if reference is None:
-        reference = [call(ex.reference, case) for case in cases]
+        reference = [call(ex.reference, case, len(ex.outputs)) for case in cases]
     verdict = Verdict(ex.id, "passed", "", n_cases=len(cases), seed=seed)
     if any(o.not_implemented for o in outcomes):
         verdict.status = "not_implemented"
@@ -217,7 +223,7 @@ def judge(
     case, got, message, mid = failures[0]
     verdict.case = case.name
     verdict.status = "error" if got.error is not None else "failed"
-    verdict.details = [f"case {c.name!r}: {m}" for c, _, m, _ in failures]
+    verdict.details = [f"case {c.name!r}: {m.removeprefix(VALUES)}" for c, _, m, _ in failures]
     if mid is None:
         mid = diagnose(ex, cases, outcomes)
     if mid is not None:
@@ -228,14 +234,15 @@ def judge(
 
 
 def _feedback(ex: Exercise, case: Case, got: Outcome, message: str, mid: str | None) -> str:
-    first, _, arrays = message.partition("\n")
+    about_values = message.startswith(VALUES)
+    first, _, arrays = message.removeprefix(VALUES).partition("\n")
     lines = [f"On case {case.name!r}, {first.rstrip(' .')}."] + ([arrays] if arrays else [])
     mis = ex.misconception(mid) if mid else None
     if mis is None and mid in (FLOAT32_OUTPUT.id, INPUT_MODIFIED.id):
         mis = FLOAT32_OUTPUT if mid == FLOAT32_OUTPUT.id else INPUT_MODIFIED
     if mis is not None:
         lines.append(f"Likely mistake [{mis.id}]: {mis.message}")
-    elif got.outputs is not None:
+    elif about_values:
         for prop in ex.properties:
             problem = _safe_property(prop, case, got.outputs)
             if problem:

@@ -70,7 +70,7 @@ def test_cases_are_reproducible_from_the_seed(ex):
 @pytest.mark.parametrize("seed", [0, 1, 2, 99])
 def test_reference_passes_its_own_judge(ex, seed):
     cases = ex.cases(seed)
-    verdict = judge(ex, cases, [call(ex.reference, c) for c in cases], seed=seed)
+    verdict = judge(ex, cases, [call(ex.reference, c, len(ex.outputs)) for c in cases], seed=seed)
     assert verdict.passed, verdict.feedback
 
 
@@ -78,9 +78,9 @@ def test_reference_passes_its_own_judge(ex, seed):
 def test_every_variant_is_caught_by_some_case(ex):
     # A misconception the cases cannot tell from the reference could never be named.
     cases = ex.cases(0)
-    reference = [call(ex.reference, c) for c in cases]
+    reference = [call(ex.reference, c, len(ex.outputs)) for c in cases]
     for mis in ex.misconceptions:
         for variant in mis.variants:
-            verdict = judge(ex, cases, [call(variant, c) for c in cases], reference)
+            verdict = judge(ex, cases, [call(variant, c, len(ex.outputs)) for c in cases], reference)
             assert not verdict.passed, f"{mis.id}: variant {variant.__name__} passes every case"
             assert verdict.misconception == mis.id, (mis.id, verdict.misconception, verdict.feedback)

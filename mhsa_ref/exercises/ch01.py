@@ -76,6 +76,16 @@ def _mis_softmax_no_keepdims(x, axis=-1):
     return e / e.sum(axis=axis)
 
 
+def _mis_softmax_no_keepdims_max(x, axis=-1):
+    e = np.exp(x - x.max(axis=axis))
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+def _mis_softmax_axis_minus2(x, axis=-1):
+    e = np.exp(x - x.max(axis=-2, keepdims=True))
+    return e / e.sum(axis=-2, keepdims=True)
+
+
 def _mis_softmax_no_keepdims_sum(x, axis=-1):
     e = np.exp(x - x.max(axis=axis, keepdims=True))
     return e / e.sum(axis=axis)
@@ -109,14 +119,14 @@ SOFTMAX = Exercise(
             "softmax-wrong-axis",
             "Your values sum to 1 along a different axis than `axis`. Use the `axis` argument in "
             "both the max and the sum.",
-            (_mis_softmax_axis0, _mis_softmax_ignores_axis),
+            (_mis_softmax_axis0, _mis_softmax_ignores_axis, _mis_softmax_axis_minus2),
         ),
         Misconception(
             "softmax-missing-keepdims",
             "Without `keepdims=True`, `x.max(axis=axis)` (or `.sum`) drops that axis, and "
             "broadcasting then lines the result up with the wrong axis (or fails with a shape "
             "error). Pass `keepdims=True` to both the max and the sum.",
-            (_mis_softmax_no_keepdims, _mis_softmax_no_keepdims_sum),
+            (_mis_softmax_no_keepdims, _mis_softmax_no_keepdims_max, _mis_softmax_no_keepdims_sum),
         ),
         FLOAT32_OUTPUT,
         INPUT_MODIFIED,
