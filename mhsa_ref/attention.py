@@ -61,6 +61,8 @@ def scaled_dot_product_attention(
         raise ValueError(
             f"K and V must have the same number of keys (axis -2), got K {K.shape} and V {V.shape}"
         )
+    if Q.shape[-1] == 0:
+        raise ValueError(f"d_k must be at least 1, got Q {Q.shape} and K {K.shape}")
     batch = _broadcast_shape(Q.shape[:-2], K.shape[:-2], V.shape[:-2])
     if batch is None:
         raise ValueError(
@@ -79,4 +81,6 @@ def scaled_dot_product_attention(
             )
         scores = np.where(mask, scores, -np.inf)
     weights = softmax(scores, axis=-1)  # rows with no allowed key come out as zeros
+    # Weights get every batch axis, even one only V has, so both outputs share leading axes.
+    weights = np.ascontiguousarray(np.broadcast_to(weights, batch + (Lq, Lk)))
     return weights @ V, weights
