@@ -28,13 +28,16 @@ SOLUTION_ONLY_TAG = "solution-only"
 NOTEBOOK_NAME = re.compile(r"^(\d\d)_[a-z0-9_]+\.ipynb$")
 # MHSA_REF_SOURCE lets a test (or a course fork) install mhsa_ref from somewhere else.
 SETUP_TEMPLATE = '''\
-# Setup: generated from _config.yml by `python -m mhsa_ref.assign`; edits here are overwritten.
-# In Colab this installs the book's package, mhsa_ref; where it is installed it does nothing.
+# Setup (generated from _config.yml by mhsa_ref.assign; do not edit).
+# In Colab this installs the book's package, mhsa_ref; elsewhere it is
+# already installed and this cell only picks the device.
 import importlib, importlib.util, os, subprocess, sys
 
 if importlib.util.find_spec("mhsa_ref") is None:
-    source = os.environ.get("MHSA_REF_SOURCE", "git+{url}@{branch}")
-    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", source], check=True)
+    default = "git+{url}@{branch}"
+    source = os.environ.get("MHSA_REF_SOURCE", default)
+    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet",
+                    source], check=True)
     importlib.invalidate_caches()
 
 from mhsa_ref.device import pick_device

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import sys
+import textwrap
 from typing import Any, Callable
 
 from . import exercises
@@ -97,7 +98,11 @@ def format_verdict(v: Verdict) -> str:
     }[v.status]
     lines = [f"{_ICONS[v.status]} {v.exercise}: {head}"]
     if v.status != "passed":
-        lines += ["   " + line for line in v.feedback.splitlines()]
+        for line in v.feedback.splitlines():
+            if line.startswith(" "):  # an array printout: keep its layout
+                lines.append("   " + line)
+            else:  # prose: wrap to fit a notebook's output area
+                lines += textwrap.wrap(line, 88, initial_indent="   ", subsequent_indent="   ")
         others = len(v.details) - 1
         if others > 0:
             lines.append(f"   ({others} more case{'s' if others > 1 else ''} also went wrong.)")

@@ -107,9 +107,10 @@ def _close(actual: np.ndarray, expected: np.ndarray, rtol: float, atol: float) -
         return np.isclose(actual, expected, rtol=rtol, atol=atol, equal_nan=True)
 
 
-def _fmt(arr: np.ndarray) -> str:
+def _fmt(arr: np.ndarray, prefix: str) -> str:
+    """``prefix`` followed by the array, continuation lines aligned under its first bracket."""
     with np.printoptions(precision=4, suppress=True, threshold=24, edgeitems=2, linewidth=88):
-        return np.array2string(np.asarray(arr), separator=", ")
+        return prefix + np.array2string(np.asarray(arr), separator=", ", prefix=prefix)
 
 
 def _first_difference(ex: Exercise, case: Case, reference: Outcome, got: Outcome) -> tuple[str, str | None]:
@@ -156,7 +157,7 @@ def _first_difference(ex: Exercise, case: Case, reference: Outcome, got: Outcome
                 f"got {arr[idx]:.6g}, expected {expected[idx]:.6g}"
             )
             if arr.size <= 24:
-                msg += f"\n      got:      {_fmt(arr)}\n      expected: {_fmt(expected)}"
+                msg += f"\n{_fmt(arr, '   got:      ')}\n{_fmt(expected, '   expected: ')}"
             return msg, None
     if got.modified:
         which = ", ".join(f"`{n}`" for n in got.modified)

@@ -43,9 +43,9 @@ def _softmax_sums_to_one(case: Case, outputs: tuple) -> str | None:
     x, axis = case.args
     sums = p.sum(axis=axis)
     if not np.allclose(sums, 1.0):
-        return (
-            f"along axis={axis} your values should sum to 1, but they sum to {np.round(sums, 4).ravel()[:4]}..."
-        )
+        shown = np.round(sums, 4).ravel()
+        more = ", ..." if shown.size > 4 else ""
+        return f"along axis={axis} your values should sum to 1, but they sum to {shown[:4].tolist()}{more}"
     if (p < 0).any():
         return "softmax outputs are exp(...)/sum, so they can never be negative; some of yours are."
     return None
