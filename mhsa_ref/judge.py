@@ -13,6 +13,7 @@ outcomes agree with a wrong implementation on every case, that mistake is named.
 
 from __future__ import annotations
 
+import traceback
 import warnings
 from dataclasses import dataclass, field
 
@@ -65,7 +66,7 @@ def call(fn, case: Case, n_outputs: int = 1) -> Outcome:
     except NotImplementedError:
         return Outcome(not_implemented=True)
     except Exception as exc:  # the learner's bug, reported as such
-        return Outcome(error=f"{type(exc).__name__}: {str(exc).strip()}")
+        return Outcome(error=f"{type(exc).__name__}: {str(exc).strip()}{_where(fn, exc)}")
     outputs = result if isinstance(result, tuple) and n_outputs != 1 else (result,)
     modified = tuple(
         name
@@ -73,6 +74,17 @@ def call(fn, case: Case, n_outputs: int = 1) -> Outcome:
         if isinstance(b, np.ndarray) and not _same_array(a, b)
     )
     return Outcome(outputs=outputs, modified=modified)
+
+
+def _where(fn, exc: BaseException) -> str:
+    """" (line N: `code`)" for the last line of ``fn``'s own file that the error passed through."""
+    filename = getattr(getattr(fn, "__code__", None), "co_filename", None)
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename == filename]
+    if not frames:
+        return ""
+    frame = frames[-1]
+    code = f": `{frame.line.strip()}`" if frame.line else ""
+    return f" (line {frame.lineno}{code})"
 
 
 def _default_names(case: Case) -> tuple[str, ...]:

@@ -772,3 +772,14 @@ def test_wrapped_exercise_is_still_not_implemented(capsys, how):
             return softmax(*args, **kwargs)
 
     assert evaluate(learner).status == "not_implemented"
+
+
+def test_error_feedback_points_at_the_learners_line():
+    def softmax(x, axis=-1):
+        total = x.sum(axis=axis, keepdims=True)
+        return np.exp(x) / totl  # noqa: F821  (the typo is the point)
+
+    v = evaluate(softmax, SOFTMAX)
+    assert v.status == "error"
+    assert "NameError" in v.feedback and "`return np.exp(x) / totl" in v.feedback
+    assert "(line " in v.feedback
