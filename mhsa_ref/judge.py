@@ -16,13 +16,15 @@ from __future__ import annotations
 import traceback
 import warnings
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 
 from .exercises.spec import FLOAT32_OUTPUT, INPUT_MODIFIED, Case, Exercise
 
 STATUSES = ("passed", "failed", "error", "not_implemented")
-VALUES = "\x00values:"  # marks a comparison of values (stripped before anyone reads it)
+# Mistakes any NumPy exercise can make, named even where an exercise does not list them.
+COMMON_MISCONCEPTIONS = {m.id: m for m in (FLOAT32_OUTPUT, INPUT_MODIFIED)}
 
 
 @dataclass(frozen=True)
@@ -125,19 +127,25 @@ def _fmt(arr: np.ndarray, prefix: str) -> str:
         return prefix + np.array2string(np.asarray(arr), separator=", ", prefix=prefix)
 
 
-def _first_difference(ex: Exercise, case: Case, reference: Outcome, got: Outcome) -> tuple[str, str | None]:
-    """Compare one case. Returns ("", None) when it matches, else (message, misconception id).
+class Difference(NamedTuple):
+    """What is wrong with one case; ``about_values`` marks the failures properties can explain."""
 
-    Messages about values start with VALUES so that property hints are added only to them."""
+    message: str
+    misconception: str | None = None
+    about_values: bool = False
+
+
+def _first_difference(ex: Exercise, case: Case, reference: Outcome, got: Outcome) -> Difference | None:
+    """Compare one case: None when it matches, else the first thing that is wrong."""
     if got.not_implemented:
-        return "not implemented", None
+        return Difference("not implemented")
     if got.error is not None:
-        return f"raised {got.error}", None
+        return Difference(f"raised {got.error}")
     assert reference.outputs is not None, f"reference failed on case {case.name!r}"
     names = ex.outputs
     if len(got.outputs) != len(reference.outputs):
         want = f"{len(names)} values ({', '.join(names)})" if len(names) > 1 else "one array"
-        return f"returned {len(got.outputs)} value(s); expected {want}", None
+        return Difference(f"returned {len(got.outputs)} value(s); expected {want}")
     for name, actual, expected in zip(names, got.outputs, reference.outputs):
         label = f"`{name}`" if len(names) > 1 else "the output"
         arr = _as_plain_array(actual)
@@ -145,36 +153,37 @@ def _first_difference(ex: Exercise, case: Case, reference: Outcome, got: Outcome
             kind = type(actual).__name__
             if isinstance(actual, np.ndarray):
                 kind = f"an array of dtype {actual.dtype}"
-            return f"{label} is {kind}; expected a NumPy array of numbers", None
+            return Difference(f"{label} is {kind}; expected a NumPy array of numbers")
         if arr.shape != expected.shape:
-            return f"{label} has shape {arr.shape}; expected {expected.shape}", None
+            return Difference(f"{label} has shape {arr.shape}; expected {expected.shape}")
         if arr.dtype != np.dtype(ex.dtype):
             mid = FLOAT32_OUTPUT.id if arr.dtype == np.float32 and ex.dtype == "float64" else None
-            return f"{label} has dtype {arr.dtype}; expected {ex.dtype}", mid
+            return Difference(f"{label} has dtype {arr.dtype}; expected {ex.dtype}", mid)
         bad_nan = ~np.isfinite(arr) & np.isfinite(expected)
         if bad_nan.any():
             idx = tuple(int(i) for i in np.argwhere(bad_nan)[0])
-            return VALUES + (
+            return Difference(
                 f"{label} has {int(bad_nan.sum())} non-finite value(s) (NaN or inf) where the "
-                f"answer is finite, first at index {idx}"
-            ), None
+                f"answer is finite, first at index {idx}",
+                about_values=True,
+            )
         ok = _close(arr, expected, ex.rtol, ex.atol)
         if not ok.all():
             idx = tuple(int(i) for i in np.argwhere(~ok)[0])
             with np.errstate(all="ignore"):
                 err = float(np.nanmax(np.abs(arr - expected)))
-            msg = VALUES + (
+            msg = (
                 f"{label} differs from the expected values at {int((~ok).sum())} of {ok.size} "
                 f"entries (largest difference {err:.3g}); first at index {idx}: "
                 f"got {arr[idx]:.6g}, expected {expected[idx]:.6g}"
             )
             if arr.size <= 24:
                 msg += f"\n{_fmt(arr, '   got:      ')}\n{_fmt(expected, '   expected: ')}"
-            return msg, None
+            return Difference(msg, about_values=True)
     if got.modified:
         which = ", ".join(f"`{n}`" for n in got.modified)
-        return f"the output is right, but your function modified {which} in place", INPUT_MODIFIED.id
-    return "", None
+        return Difference(f"the output is right, but your function modified {which} in place", INPUT_MODIFIED.id)
+    return None
 
 
 def _agrees(a: Outcome, b: Outcome, rtol: float, atol: float) -> bool:
@@ -226,36 +235,34 @@ def judge(
 
     failures = []
     for case, ref, got in zip(cases, reference, outcomes):
-        message, mid = _first_difference(ex, case, ref, got)
-        if message:
-            failures.append((case, got, message, mid))
+        diff = _first_difference(ex, case, ref, got)
+        if diff is not None:
+            failures.append((case, got, diff))
     if not failures:
         verdict.feedback = f"{ex.name} passed all {len(cases)} cases."
         return verdict
 
-    case, got, message, mid = failures[0]
+    case, got, diff = failures[0]
     verdict.case = case.name
     verdict.status = "error" if got.error is not None else "failed"
-    verdict.details = [f"case {c.name!r}: {m.removeprefix(VALUES)}" for c, _, m, _ in failures]
+    verdict.details = [f"case {c.name!r}: {d.message}" for c, _, d in failures]
+    mid = diff.misconception
     if mid is None:
         mid = diagnose(ex, cases, outcomes)
     if mid is not None:
         verdict.status = "failed"
         verdict.misconception = mid
-    verdict.feedback = _feedback(ex, case, got, message, mid)
+    verdict.feedback = _feedback(ex, case, got, diff, mid)
     return verdict
 
 
-def _feedback(ex: Exercise, case: Case, got: Outcome, message: str, mid: str | None) -> str:
-    about_values = message.startswith(VALUES)
-    first, _, arrays = message.removeprefix(VALUES).partition("\n")
+def _feedback(ex: Exercise, case: Case, got: Outcome, diff: Difference, mid: str | None) -> str:
+    first, _, arrays = diff.message.partition("\n")
     lines = [f"On case {case.name!r}, {first.rstrip(' .')}."] + ([arrays] if arrays else [])
-    mis = ex.misconception(mid) if mid else None
-    if mis is None and mid in (FLOAT32_OUTPUT.id, INPUT_MODIFIED.id):
-        mis = FLOAT32_OUTPUT if mid == FLOAT32_OUTPUT.id else INPUT_MODIFIED
+    mis = (ex.misconception(mid) or COMMON_MISCONCEPTIONS.get(mid)) if mid else None
     if mis is not None:
         lines.append(f"Likely mistake [{mis.id}]: {mis.message}")
-    elif about_values:
+    elif diff.about_values:
         for prop in ex.properties:
             problem = _safe_property(prop, case, got.outputs)
             if problem:
