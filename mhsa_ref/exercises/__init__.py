@@ -6,12 +6,24 @@ function (``find_by_name("softmax")``). Chapters register their exercises in ``c
 
 from __future__ import annotations
 
-from . import ch01
+import importlib
+import pkgutil
+
 from .spec import Case, Exercise, Misconception, Property
 
 __all__ = ["Case", "Exercise", "Misconception", "Property", "REGISTRY", "get", "find_by_name", "for_chapter"]
 
-REGISTRY: dict[str, Exercise] = {ex.id: ex for ex in (*ch01.EXERCISES,)}
+
+def _load() -> dict[str, Exercise]:
+    """Every ``chNN`` module's ``EXERCISES``, in chapter order (adding a chapter is adding a file)."""
+    names = sorted(m.name for m in pkgutil.iter_modules(__path__) if m.name[:2] == "ch" and m.name[2:].isdigit())
+    found = [ex for name in names for ex in importlib.import_module(f"{__name__}.{name}").EXERCISES]
+    registry = {ex.id: ex for ex in found}
+    assert len(registry) == len(found), "two exercises share an id"
+    return registry
+
+
+REGISTRY: dict[str, Exercise] = _load()
 
 
 def get(exercise_id: str) -> Exercise:
