@@ -70,7 +70,7 @@ def evaluate(fn: Callable, exercise_id: str | None = None, seed: int = PUBLIC_SE
     cases = ex.cases(seed)
     outcomes = []
     for case in cases:
-        outcome = call(own, case, len(ex.outputs))
+        outcome = call(own, case, len(ex.outputs), ex.harness)
         outcomes.append(outcome)
         if outcome.not_implemented:
             break  # no point running the rest
@@ -85,7 +85,7 @@ def check(fn: Callable, exercise_id: str | None = None) -> None:
     print(format_verdict(verdict))
 
 
-_ICONS = {"passed": "✅", "failed": "❌", "error": "❌", "not_implemented": "⏳"}
+_ICONS = {"passed": "✅", "failed": "❌", "error": "❌", "not_implemented": "⏳", "out_of_memory": "❌"}
 
 
 def format_verdict(v: Verdict) -> str:
@@ -95,6 +95,7 @@ def format_verdict(v: Verdict) -> str:
         "failed": "not yet right",
         "error": "raised an error",
         "not_implemented": "not implemented yet",
+        "out_of_memory": "ran out of memory",
     }[v.status]
     lines = [f"{_ICONS[v.status]} {v.exercise}: {head}"]
     if v.status != "passed":

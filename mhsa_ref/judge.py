@@ -13,7 +13,6 @@ outcomes agree with a wrong implementation on every case, that mistake is named.
 
 from __future__ import annotations
 
-import traceback
 import warnings
 from dataclasses import dataclass, field
 from typing import NamedTuple
@@ -21,8 +20,9 @@ from typing import NamedTuple
 import numpy as np
 
 from .exercises.spec import FLOAT32_OUTPUT, INPUT_MODIFIED, Case, Exercise
+from .invoke import describe, where
 
-STATUSES = ("passed", "failed", "error", "not_implemented")
+STATUSES = ("passed", "failed", "error", "not_implemented", "out_of_memory")
 # Mistakes any NumPy exercise can make, named even where an exercise does not list them.
 COMMON_MISCONCEPTIONS = {m.id: m for m in (FLOAT32_OUTPUT, INPUT_MODIFIED)}
 
@@ -35,6 +35,7 @@ class Outcome:
     error: str | None = None  # "ValueError: shapes (3,5) and (3,) ..." when it raised
     not_implemented: bool = False
     modified: tuple[str, ...] = ()  # names of the arguments changed in place
+    out_of_memory: bool = False  # the call ran out of memory (its error says where)
 
 
 @dataclass
@@ -53,22 +54,25 @@ class Verdict:
         return self.status == "passed"
 
 
-def call(fn, case: Case, n_outputs: int = 1) -> Outcome:
+def call(fn, case: Case, n_outputs: int = 1, harness=None) -> Outcome:
     """Run ``fn`` on one case in this process and record what it did (trusted callers only:
     the reference and the misconception variants, or a learner in their own notebook).
 
     With ``n_outputs == 1`` whatever ``fn`` returns is the one output, so a stray trailing
-    comma (a 1-tuple) is judged as the wrong type rather than silently unpacked."""
+    comma (a 1-tuple) is judged as the wrong type rather than silently unpacked. A module
+    exercise passes its ``harness``, which builds the class and runs it on the case."""
     args = case.fresh_args()
     before = case.fresh_args()
     try:
         with np.errstate(all="ignore"), warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            result = fn(*args)
+            result = harness(fn, *args) if harness else fn(*args)
     except NotImplementedError:
         return Outcome(not_implemented=True)
+    except MemoryError as exc:
+        return Outcome(error=f"MemoryError: {exc}{where(fn, exc)}", out_of_memory=True)
     except Exception as exc:  # the learner's bug, reported as such
-        return Outcome(error=f"{type(exc).__name__}: {str(exc).strip()}{_where(fn, exc)}")
+        return Outcome(error=f"{type(exc).__name__}: {str(exc).strip()}{where(fn, exc)}")
     outputs = result if isinstance(result, tuple) and n_outputs != 1 else (result,)
     modified = tuple(
         name
@@ -76,17 +80,6 @@ def call(fn, case: Case, n_outputs: int = 1) -> Outcome:
         if isinstance(b, np.ndarray) and not _same_array(a, b)
     )
     return Outcome(outputs=outputs, modified=modified)
-
-
-def _where(fn, exc: BaseException) -> str:
-    """" (line N: `code`)" for the last line of ``fn``'s own file that the error passed through."""
-    filename = getattr(getattr(fn, "__code__", None), "co_filename", None)
-    frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename == filename]
-    if not frames:
-        return ""
-    frame = frames[-1]
-    code = f": `{frame.line.strip()}`" if frame.line else ""
-    return f" (line {frame.lineno}{code})"
 
 
 def _default_names(case: Case) -> tuple[str, ...]:
@@ -150,9 +143,7 @@ def _first_difference(ex: Exercise, case: Case, reference: Outcome, got: Outcome
         label = f"`{name}`" if len(names) > 1 else "the output"
         arr = _as_plain_array(actual)
         if arr is None:
-            kind = type(actual).__name__
-            if isinstance(actual, np.ndarray):
-                kind = f"an array of dtype {actual.dtype}"
+            kind = getattr(actual, "description", None) or describe(actual)
             return Difference(f"{label} is {kind}; expected a NumPy array of numbers")
         if arr.shape != expected.shape:
             return Difference(f"{label} has shape {arr.shape}; expected {expected.shape}")
@@ -208,7 +199,7 @@ def diagnose(ex: Exercise, cases: list[Case], outcomes: list[Outcome]) -> str | 
     for mis in ex.misconceptions:
         for variant in mis.variants:
             if all(
-                _agrees(got, call(variant, case, len(ex.outputs)), ex.rtol * 10, ex.atol * 10)
+                _agrees(got, call(variant, case, len(ex.outputs), ex.harness), ex.rtol * 10, ex.atol * 10)
                 for case, got in zip(cases, outcomes)
             ):
                 return mis.id
@@ -224,7 +215,7 @@ def judge(
 ) -> Verdict:
     """One verdict for one exercise from the learner's outcomes on ``cases``."""
     if reference is None:
-        reference = [call(ex.reference, case, len(ex.outputs)) for case in cases]
+        reference = [call(ex.reference, case, len(ex.outputs), ex.harness) for case in cases]
     verdict = Verdict(ex.id, "passed", "", n_cases=len(cases), seed=seed)
     if any(o.not_implemented for o in outcomes):
         verdict.status = "not_implemented"
@@ -244,12 +235,12 @@ def judge(
 
     case, got, diff = failures[0]
     verdict.case = case.name
-    verdict.status = "error" if got.error is not None else "failed"
+    verdict.status = "out_of_memory" if got.out_of_memory else "error" if got.error is not None else "failed"
     verdict.details = [f"case {c.name!r}: {d.message}" for c, _, d in failures]
     mid = diff.misconception
     if mid is None:
         mid = diagnose(ex, cases, outcomes)
-    if mid is not None:
+    if mid is not None and not got.out_of_memory:
         verdict.status = "failed"
         verdict.misconception = mid
     verdict.feedback = _feedback(ex, case, got, diff, mid)

@@ -76,6 +76,9 @@ class Exercise:
     forbidden: tuple[str, ...] = ()
     # Other exercises this one normally calls, for "fails because your softmax fails".
     uses: tuple[str, ...] = field(default_factory=tuple)
+    # Module exercises (a torch nn.Module class): how a class is run on one case, e.g.
+    # ``mhsa_ref.invoke.run_module`` (build, load a state dict, forward and backward).
+    harness: Callable[..., Any] | None = None
 
     @property
     def chapter(self) -> str:

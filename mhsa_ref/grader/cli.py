@@ -1,0 +1,78 @@
+"""``mhsa-grade``: grade a class's notebooks, or build a Gradescope autograder.
+
+    mhsa-grade NOTEBOOK_OR_FOLDER... [--out DIR] [--json PATH|-] [--jobs N] [--timeout S]
+               [--memory MB] [--seed N] [--resume] [--chapter NN]
+    mhsa-grade gradescope-bundle CHAPTER -o autograder.zip
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+from .run import Limits
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["gradescope-bundle"]:
+        return _bundle(argv[1:])
+    parser = argparse.ArgumentParser(
+        prog="mhsa-grade", description="Grade notebooks of 'Multi-Head Self-Attention, Step by Step' in a sandbox.",
+        epilog="Also: mhsa-grade gradescope-bundle CHAPTER -o autograder.zip")
+    parser.add_argument("paths", nargs="+", metavar="NOTEBOOK_OR_FOLDER",
+                        help="notebooks, or folders of them (nbgrader's submitted/<student>/<assignment>/ works)")
+    parser.add_argument("--out", type=Path, default=Path("grading"),
+                        help="folder for results, gradebook, feedback and summary (default: ./grading)")
+    parser.add_argument("--json", metavar="PATH|-", help="also write the results JSON here ('-' for stdout)")
+    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="parallel workers (default: all cores)")
+    parser.add_argument("--timeout", type=float, default=Limits.timeout_s, help="seconds per exercise (default: %(default)s)")
+    parser.add_argument("--memory", type=int, default=Limits.memory_mb, help="MB per submission (default: %(default)s)")
+    parser.add_argument("--seed", type=int, help="seed of the randomized cases (default: a new one, recorded)")
+    parser.add_argument("--resume", action="store_true", help="keep finished results of an interrupted run")
+    parser.add_argument("--chapter", help="chapter (e.g. 01) for notebooks whose metadata and name do not say")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    args = parser.parse_args(argv)
+    if args.jobs < 1 or args.timeout <= 0 or args.memory < 64:
+        parser.error("--jobs must be >= 1, --timeout > 0 and --memory >= 64")
+    from .batch import grade_batch
+
+    try:
+        doc = grade_batch(args.paths, args.out, jobs=args.jobs, seed=args.seed, resume=args.resume,
+                          limits=Limits(timeout_s=args.timeout, memory_mb=args.memory),
+                          chapter=args.chapter, progress=not args.no_progress)
+    except (FileNotFoundError, ValueError) as exc:
+        parser.error(str(exc))
+    text = json.dumps(doc, indent=1)
+    if args.json == "-":
+        print(text)
+    elif args.json:
+        Path(args.json).write_text(text)
+    subs = doc["submissions"]
+    isolation = sorted({s["isolation"] for s in subs if s.get("isolation")})
+    print(f"graded {len(subs)} notebook(s) with seed {doc['seed']} into {args.out}/ "
+          f"(isolation: {', '.join(isolation) or 'n/a'})", file=sys.stderr)
+    return 0
+
+
+def _bundle(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="mhsa-grade gradescope-bundle",
+                                     description="Write a Gradescope autograder zip for one chapter.")
+    parser.add_argument("chapter", help="chapter number, e.g. 01")
+    parser.add_argument("-o", "--output", type=Path, default=Path("autograder.zip"))
+    args = parser.parse_args(argv)
+    from .gradescope import write_bundle
+
+    try:
+        write_bundle(args.chapter, args.output)
+    except ValueError as exc:
+        parser.error(str(exc))
+    print(f"wrote {args.output}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

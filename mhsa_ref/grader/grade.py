@@ -1,0 +1,130 @@
+"""Grade one notebook: extract, run in the sandbox, judge, and attribute failures.
+
+The judge runs here, in the trusted process, on arrays the sandbox sent back; the reference,
+the cases and the misconception variants never leave this process.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from .. import exercises
+from ..judge import judge
+from . import discover
+from .extract import calls_function, extract, forbidden_uses, read_notebook
+from .run import Limits, run_submission
+
+STATUSES = ("passed", "failed", "error", "timeout", "out_of_memory", "not_implemented", "missing", "forbidden")
+
+
+@dataclass
+class ExerciseResult:
+    id: str
+    score: float
+    max_score: float
+    status: str  # one of STATUSES
+    misconception: str | None = None
+    feedback: str = ""
+
+
+@dataclass
+class SubmissionResult:
+    path: str
+    student: str
+    chapter: str | None
+    score: float
+    max_score: float
+    exercises: list[ExerciseResult] = field(default_factory=list)
+    seed: int | None = None
+    isolation: str = "unknown"
+    dropped: list[str] = field(default_factory=list)  # what extraction left out
+    load_problems: list[str] = field(default_factory=list)  # kept statements that failed to run
+    error: str | None = None  # the notebook could not be graded at all
+    seconds: float = 0.0
+    start_seconds: float = 0.0
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def grade_notebook(path: Path, student: str, seed: int, limits: Limits = Limits(),
+                   chapter: str | None = None) -> SubmissionResult:
+    """Grade one notebook; never raises for anything the notebook contains."""
+    t0 = time.perf_counter()
+    known = {ex.chapter for ex in exercises.REGISTRY.values()}
+    result = SubmissionResult(str(path), student, None, 0.0, 0.0, seed=seed)
+    try:
+        nb = read_notebook(path)
+    except Exception as exc:  # not JSON, not a notebook, too large
+        result.error = f"cannot read the notebook: {type(exc).__name__}: {str(exc)[:300]}"
+        return result
+    result.chapter = discover.chapter_of(nb, path, known, chapter)
+    if result.chapter is None:
+        result.error = ("cannot tell which chapter this notebook is: no mhsa_ref metadata and no "
+                        "chapter number in its name (pass --chapter NN)")
+        return result
+    chapter_exercises = exercises.for_chapter(result.chapter)
+    result.max_score = sum(ex.points for ex in chapter_exercises)
+    extracted = extract(nb)
+    result.dropped = extracted.dropped
+    cases = [ex.cases(seed) for ex in chapter_exercises]
+    report = run_submission(extracted.code, path.name, chapter_exercises, cases, limits)
+    result.isolation = report.isolation
+    result.load_problems = report.load_problems
+    result.start_seconds = report.start_seconds
+    for ex, ex_cases, run in zip(chapter_exercises, cases, report.exercises):
+        result.exercises.append(_verdict(ex, ex_cases, run, extracted, seed))
+    _attribute(result.exercises, chapter_exercises, extracted.code)
+    result.score = sum(e.score for e in result.exercises)
+    result.seconds = time.perf_counter() - t0
+    return result
+
+
+def _verdict(ex, cases, run, extracted, seed) -> ExerciseResult:
+    def result(status: str, feedback: str, misconception: str | None = None) -> ExerciseResult:
+        score = ex.points if status == "passed" else 0.0
+        return ExerciseResult(ex.id, score, ex.points, status, misconception, feedback)
+
+    static = forbidden_uses(extracted.code, ex.name, ex.forbidden) if _defines(extracted.code, ex.name) else []
+    calls = sorted(set(static) | set(run.forbidden_calls))
+    if calls:
+        return result("forbidden", f"{ex.name} uses {', '.join(f'`{c}`' for c in calls)}, which this "
+                                   "exercise asks you to write yourself (or which runs code the grader "
+                                   "cannot check). Use only NumPy/PyTorch building blocks.")
+    if run.state == "missing" or not _defines(extracted.code, ex.name):
+        broken = [n for n, src in extracted.sources.items()
+                  if n in extracted.syntax_errors and re.search(rf"\b(def|class)\s+{ex.name}\b", src)]
+        if broken:
+            return result("error", f"The cell that defines {ex.name} (cell {broken[0]}) is not valid Python: "
+                                   f"{extracted.syntax_errors[broken[0]]}.")
+        return result("missing", f"No function or class named `{ex.name}` was found in the notebook. "
+                                 f"Keep the name and signature `{ex.signature}`.")
+    if run.state == "timeout":
+        return result("timeout", f"{ex.name} {run.message}; look for a loop that never ends or work "
+                                 "that grows much faster than the input.")
+    if run.state in ("crashed", "rejected"):
+        return result("error", f"{ex.name} could not be graded: {run.message}.")
+    verdict = judge(ex, cases, run.outcomes, seed=seed)
+    return result(verdict.status, verdict.feedback, verdict.misconception)
+
+
+def _defines(code: str, name: str) -> bool:
+    return re.search(rf"^(def|class|async def)\s+{re.escape(name)}\b", code, re.MULTILINE) is not None
+
+
+def _attribute(results: list[ExerciseResult], chapter_exercises, code: str) -> None:
+    """Prefix "fails because your softmax fails" where a failing exercise calls a failing one."""
+    by_id = {r.id: r for r in results}
+    for ex, res in zip(chapter_exercises, results):
+        if res.status in ("passed", "missing", "forbidden", "not_implemented"):
+            continue
+        for dep_id in ex.uses:
+            dep = by_id.get(dep_id)
+            dep_ex = exercises.REGISTRY[dep_id]
+            if dep is not None and dep.status != "passed" and calls_function(code, ex.name, dep_ex.name):
+                res.feedback = (f"This probably fails because your {dep_ex.name} fails ({dep.status.replace('_', ' ')}, "
+                                f"see {dep_id}); fix {dep_ex.name} first.\n" + res.feedback)
+                break

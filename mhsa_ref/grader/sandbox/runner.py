@@ -1,0 +1,135 @@
+"""Runs a learner's extracted code inside the sandbox and streams what each call did.
+
+Everything here runs after isolation, in the same process as untrusted code, so nothing here is
+trusted by the judge: the runner only reports arrays and exception names, and the judge decides.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import sys
+import warnings
+from typing import Any, BinaryIO
+
+import numpy as np
+
+import invoke
+import protocol
+
+
+def run(plan: dict, blobs: list[bytes], out: BinaryIO) -> None:
+    nonce = plan["nonce"]
+    # Bound before any learner code runs, so patching the modules later changes nothing here.
+    write_frame, encode, decode = protocol.write_frame, protocol.encode, protocol.decode
+
+    def send(header: dict, data: list[bytes] = ()) -> None:
+        write_frame(out, dict(header, nonce=nonce), data)
+
+    namespace: dict[str, Any] = {"__name__": "__submission__", "__builtins__": builtins}
+    send({"type": "loaded", "problems": _load(plan["code"], plan["filename"], namespace)})
+    for index in range(plan["start"], len(plan["exercises"])):
+        spec = plan["exercises"][index]
+        send({"type": "start", "exercise": index})
+        fn = namespace.get(spec["name"])
+        if fn is None:
+            send({"type": "done", "exercise": index, "missing": True})
+            continue
+        hits: set[str] = set()
+        restore = _tripwires(spec["forbidden"], hits)
+        for c, encoded in enumerate(spec["cases"]):
+            args = decode(encoded, blobs)  # a fresh copy for every call
+            header, data = _call(fn, args, spec, encode)
+            send(dict(header, type="case", exercise=index, case=c), data)
+        restore()
+        send({"type": "done", "exercise": index, "forbidden_calls": sorted(hits)})
+    send({"type": "finished"})
+
+
+def _load(code: str, filename: str, namespace: dict) -> list[str]:
+    """Execute the extracted statements one by one; one failing statement does not stop the rest."""
+    problems = []
+    for node in ast.parse(code, filename).body:
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                exec(compile(ast.Module([node], []), filename, "exec"), namespace)
+        except BaseException as exc:  # SystemExit and KeyboardInterrupt included: keep loading
+            problems.append(f"line {node.lineno}: {_error(exc)}")
+    return problems
+
+
+def _call(fn: Any, args: tuple, spec: dict, encode) -> tuple[dict, list[bytes]]:
+    data: list[bytes] = []
+    try:
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            if spec["kind"] == "module":
+                result = invoke.run_module(fn, *args)
+            else:
+                result = fn(*args)
+    except NotImplementedError:
+        return {"kind": "not_implemented"}, data
+    except MemoryError:
+        return {"kind": "out_of_memory"}, data
+    except BaseException as exc:  # includes SystemExit and KeyboardInterrupt from the learner
+        message = _error(exc) + invoke.where(fn, exc)
+        if "not enough memory" in message or "can't allocate memory" in message.lower():
+            return {"kind": "out_of_memory", "error": message[:2000]}, data
+        return {"kind": "raised", "error": message[:2000]}, data
+    outputs = result if type(result) is tuple and spec["n_outputs"] != 1 else (result,)
+    try:
+        encoded = [_encode_output(o, data, encode) for o in outputs]
+        after = [encode(np.asarray(a), data) if isinstance(a, np.ndarray) else None for a in args]
+    except MemoryError:
+        return {"kind": "out_of_memory"}, []
+    return {"kind": "returned", "outputs": {"$tuple": encoded}, "args_after": {"$tuple": after}}, data
+
+
+def _encode_output(value: Any, data: list[bytes], encode) -> Any:
+    if isinstance(value, (np.ndarray, np.generic)):
+        arr = np.array(value, copy=True, subok=False)  # a plain copy: subclasses lose their methods
+        if arr.dtype.kind in "biufc":
+            return encode(arr, data)
+        return {"$opaque": invoke.describe(arr)}
+    return {"$opaque": invoke.describe(value)}
+
+
+def _error(exc: BaseException) -> str:
+    try:
+        text = str(exc).strip()
+    except BaseException:
+        text = "(its message could not be shown)"
+    return f"{type(exc).__name__}: {text}"[:2000]
+
+
+def _tripwires(names: list[str], hits: set[str]):
+    """Wrap each forbidden callable that is loaded so that calling it is recorded."""
+    undo = []
+    for dotted in names:
+        parts = dotted.split(".")
+        owner = sys.modules.get(parts[0])
+        for part in parts[1:-1]:
+            owner = getattr(owner, part, None)
+        original = getattr(owner, parts[-1], None) if owner is not None and len(parts) > 1 else None
+        if not callable(original):
+            continue
+
+        def tripwire(*a, __name=dotted, __fn=original, **k):
+            hits.add(__name)
+            return __fn(*a, **k)
+
+        try:
+            setattr(owner, parts[-1], tripwire)
+            undo.append((owner, parts[-1], original))
+        except (AttributeError, TypeError):
+            continue
+
+    def restore() -> None:
+        for owner, attr, original in undo:
+            try:
+                setattr(owner, attr, original)
+            except (AttributeError, TypeError):
+                pass
+
+    return restore

@@ -1,0 +1,58 @@
+"""Calling a learner's code and describing what came back, shared by both sides of the grader.
+
+``check`` (in the notebook) and the sandboxed runner (in the autograder) both use these, so a
+learner reads the same words in either place. This module imports only the standard library
+and, for module exercises, torch; it holds no reference code, which is why the sandbox may
+load it.
+"""
+
+from __future__ import annotations
+
+import traceback
+from typing import Any
+
+
+def where(fn: Any, exc: BaseException) -> str:
+    """" (line N: `code`)" for the last line of ``fn``'s own file that the error passed through."""
+    filename = getattr(getattr(fn, "__code__", None), "co_filename", None)
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename == filename]
+    if not frames:
+        return ""
+    frame = frames[-1]
+    code = f": `{frame.line.strip()}`" if frame.line else ""
+    return f" (line {frame.lineno}{code})"
+
+
+def describe(value: Any) -> str:
+    """What a value that is not a numeric NumPy array is, in the words feedback uses."""
+    dtype = getattr(value, "dtype", None)
+    if dtype is not None and type(value).__module__.startswith("numpy"):
+        return f"an array of dtype {dtype}"
+    name = type(value).__name__
+    module = type(value).__module__
+    return name if module == "builtins" else f"{module.split('.')[0]}.{name}"[:80]
+
+
+def run_module(cls: Any, init_kwargs: dict, state: dict, inputs: tuple, grad_output: Any) -> tuple:
+    """The module harness: build ``cls``, load ``state``, run forward and backward.
+
+    Returns the output, then the gradient with respect to the first input, then the gradient of
+    every parameter in sorted name order, all as float arrays. The same harness runs the
+    reference class and the learner's class, so they are compared on identical terms.
+    """
+    import numpy as np
+    import torch
+
+    torch.manual_seed(0)
+    module = cls(**init_kwargs)
+    module.load_state_dict({k: torch.from_numpy(np.array(v)) for k, v in state.items()}, strict=True)
+    module.eval()  # dropout, if any, off: grading is deterministic
+    xs = [torch.tensor(np.array(a), requires_grad=np.asarray(a).dtype.kind == "f") for a in inputs]
+    out = module(*xs)
+    if not isinstance(out, torch.Tensor):
+        return (out,)
+    out.backward(torch.from_numpy(np.array(grad_output)))
+    grads = [xs[0].grad] + [p.grad for _, p in sorted(module.named_parameters())]
+    return (out.detach().numpy(),) + tuple(
+        np.zeros(0) if g is None else g.detach().numpy() for g in grads
+    )
