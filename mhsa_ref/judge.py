@@ -161,8 +161,9 @@ def _first_difference(ex: Exercise, case: Case, reference: Outcome, got: Outcome
         ok = _close(arr, expected, ex.rtol, ex.atol)
         if not ok.all():
             idx = tuple(int(i) for i in np.argwhere(~ok)[0])
+            wide = np.result_type(arr, expected, np.float64)  # bool masks cannot be subtracted
             with np.errstate(all="ignore"):
-                err = float(np.nanmax(np.abs(arr - expected)))
+                err = float(np.nanmax(np.abs(arr.astype(wide) - expected.astype(wide))))
             msg = (
                 f"{label} differs from the expected values at {int((~ok).sum())} of {ok.size} "
                 f"entries (largest difference {err:.3g}); first at index {idx}: "

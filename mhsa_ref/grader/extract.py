@@ -173,7 +173,11 @@ def forbidden_uses(code: str, function: str, forbidden: tuple[str, ...]) -> list
         if name in seen or name not in functions:
             continue
         seen.add(name)
-        for node in ast.walk(functions[name]):
+        nodes = list(ast.walk(functions[name]))
+        inner = {id(n.value) for n in nodes if isinstance(n, ast.Attribute)}  # only whole `a.b.c` chains
+        for node in nodes:
+            if id(node) in inner:
+                continue
             if isinstance(node, (ast.Import, ast.ImportFrom)):  # imports inside the function
                 for full in _bind(node, aliases):
                     _match(full, forbidden, allowed, hits)

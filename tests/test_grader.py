@@ -1,0 +1,486 @@
+"""The autograder end to end: what it extracts, whose and which notebook it is, the verdicts,
+the reports, batches that resume, module exercises, and the Gradescope bundle.
+
+The attacks on the grader are in test_grader_attacks.py; here the submissions are honest, some
+of them wrong in the ways learners are wrong.
+"""
+
+from __future__ import annotations
+
+import copy
+import csv
+import io
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+import zipfile
+from pathlib import Path
+
+import nbformat
+import numpy as np
+import pytest
+
+from mhsa_ref import exercises
+from mhsa_ref.exercises.spec import Case, Exercise, Misconception
+from mhsa_ref.grader import discover
+from mhsa_ref.grader.batch import grade_batch
+from mhsa_ref.grader.extract import extract, forbidden_uses
+from mhsa_ref.grader.grade import grade_notebook
+from mhsa_ref.grader.run import Limits
+from mhsa_ref.invoke import run_module
+
+from .conftest import ROOT
+
+CHAPTERS = sorted(p.name for p in (ROOT / "solutions").glob("[0-9][0-9]_*.ipynb"))
+FAST = Limits(timeout_s=5)
+
+SOFTMAX_OK = """
+import numpy as np
+from mhsa_ref import exercise, check
+
+@exercise
+def softmax(x, axis=-1):
+    e = np.exp(x - x.max(axis=axis, keepdims=True))
+    return e / e.sum(axis=axis, keepdims=True)
+"""
+
+SDPA_OK = """
+@exercise
+def scaled_dot_product_attention(Q, K, V, mask=None):
+    scores = Q @ np.swapaxes(K, -1, -2) / np.sqrt(Q.shape[-1])
+    if mask is not None:
+        scores = np.where(mask, scores, -np.inf)
+    top = scores.max(axis=-1, keepdims=True)
+    e = np.exp(scores - np.where(np.isfinite(top), top, 0.0))
+    total = e.sum(axis=-1, keepdims=True)
+    weights = np.divide(e, total, out=np.zeros_like(e), where=total > 0)
+    return weights @ V, weights
+"""
+
+
+def notebook(*cells: str, chapter: str | None = "01", tags: dict[int, list[str]] | None = None):
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(textwrap.dedent(c)) for c in cells]
+    for i, t in (tags or {}).items():
+        nb.cells[i].metadata["tags"] = t
+    if chapter:
+        nb.metadata["mhsa_ref"] = {"chapter": chapter}
+    return nb
+
+
+def save(nb, path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    nbformat.write(nb, str(path))
+    return path
+
+
+def by_id(result) -> dict:
+    return {e.id: e for e in result.exercises}
+
+
+# =============================================================================================
+# Extraction
+
+
+def test_extraction_keeps_definitions_and_drops_magics_shell_loops_and_plots():
+    nb = notebook(
+        "# Setup\n!pip install mhsa_ref\nimport os", "%matplotlib inline\nimport matplotlib.pyplot as plt",
+        SOFTMAX_OK + "\nEPS = 1e-12\ndef helper(x):\n    return x + EPS\n",
+        "check(softmax)\nplt.plot([1, 2])",
+        "for epoch in range(10**9):\n    train()\nwhile True:\n    pass",
+        "%%bash\necho hi",
+        "out = softmax(np.ones(3))\nbig = out * 2",
+        tags={0: ["setup"]},
+    )
+    ex = extract(nb)
+    assert "def softmax" in ex.code and "def helper" in ex.code and "EPS = 1e-12" in ex.code
+    for gone in ("pip", "matplotlib", "epoch", "while True", "check(softmax)", "echo", "out =", "big ="):
+        assert gone not in ex.code, gone
+    reasons = "\n".join(ex.dropped)
+    assert "top-level `for` loop" in reasons and "top-level `while` loop" in reasons
+    assert "a cell magic" in reasons
+    assert "runs your code (`softmax(...)`)" in reasons and "needs `out`" in reasons
+    compile(ex.code, "extracted", "exec")  # what is kept is valid Python
+
+
+def test_syntax_error_in_the_exercise_cell_is_an_error_that_says_where(tmp_path):
+    path = save(notebook(SOFTMAX_OK, "@exercise\ndef scaled_dot_product_attention(Q, K, V, mask=None)\n    return Q"),
+                tmp_path / "01_attention_numpy.ipynb")
+    res = by_id(grade_notebook(path, "s", seed=1, limits=FAST))
+    assert res["01.softmax"].status == "passed"
+    sdpa = res["01.scaled_dot_product_attention"]
+    assert sdpa.status == "error" and "not valid Python" in sdpa.feedback and "cell 2" in sdpa.feedback
+
+
+def test_static_forbidden_names_resolve_through_aliases_and_helpers():
+    code = textwrap.dedent("""
+        import torch.nn.functional as F
+        from scipy.special import softmax as sm
+        import mhsa_ref
+        def inner(x):
+            return sm(x)
+        def a(x):
+            return inner(x)
+        def b(Q, K, V):
+            return F.scaled_dot_product_attention(Q, K, V)
+        def c(x):
+            return mhsa_ref.attention.softmax(x)
+        def d(x):
+            return eval("x")
+        def e(x):
+            return mhsa_ref.exercise
+    """)
+    assert forbidden_uses(code, "a", ("scipy.special.softmax",)) == ["scipy.special.softmax"]
+    assert forbidden_uses(code, "b", ("torch.nn.functional.scaled_dot_product_attention",)) == [
+        "torch.nn.functional.scaled_dot_product_attention"]
+    assert forbidden_uses(code, "c", ("mhsa_ref",)) == ["mhsa_ref.attention.softmax"]
+    assert forbidden_uses(code, "d", ()) == ["eval"]
+    assert forbidden_uses(code, "e", ("mhsa_ref",)) == []  # the stand-in's own names are fine
+
+
+# =============================================================================================
+# Which notebook, whose
+
+
+def test_chapter_from_metadata_then_the_file_name_then_the_fallback(tmp_path):
+    known = {"01", "02"}
+    with_meta = notebook("x = 1", chapter="02")
+    bare = notebook("x = 1", chapter=None)
+    assert discover.chapter_of(with_meta, Path("whatever.ipynb"), known) == "02"
+    assert discover.chapter_of(bare, Path("Copy of 01_attention_numpy.ipynb"), known) == "01"
+    assert discover.chapter_of(bare, Path("01_attention_numpy (1).ipynb"), known) == "01"
+    assert discover.chapter_of(bare, Path("homework.ipynb"), known) is None
+    assert discover.chapter_of(bare, Path("homework.ipynb"), known, fallback="01") == "01"
+
+
+def test_students_from_nbgrader_layout_folders_and_file_names(tmp_path):
+    for rel in ("submitted/alice/ps1/01_attention_numpy.ipynb", "class/bob/Copy of 01_attention_numpy.ipynb",
+                "class/carol.ipynb"):
+        save(notebook("x = 1"), tmp_path / rel)
+    found = {s.student for s in discover.find([tmp_path / "submitted", tmp_path / "class"])}
+    assert found == {"alice", "bob", "carol"}
+    (single,) = discover.find([tmp_path / "class" / "bob" / "Copy of 01_attention_numpy.ipynb"])
+    assert single.student == "01_attention_numpy"  # a lone file: its name, minus Colab's "Copy of"
+    with pytest.raises(FileNotFoundError):
+        discover.find([tmp_path / "nope"])
+
+
+# =============================================================================================
+# Verdicts
+
+
+@pytest.fixture(scope="module")
+def class_results(tmp_path_factory):
+    """One batch: every chapter's solutions and learner notebooks, plus typical wrong answers."""
+    folder = tmp_path_factory.mktemp("class")
+    for name in CHAPTERS:
+        solved = nbformat.read(ROOT / "solutions" / name, as_version=4)
+        for cell in solved.cells:  # saved with outputs, as a learner's notebook is
+            if cell.cell_type == "code":
+                cell.outputs = [nbformat.v4.new_output("stream", text="some output\n")]
+        save(solved, folder / f"solved{name[:2]}" / f"Copy of {name}")
+        save(nbformat.read(ROOT / "book" / name, as_version=4), folder / f"fresh{name[:2]}" / name)
+    wrong_axis = SOFTMAX_OK.replace("axis=axis", "axis=0")
+    save(notebook(wrong_axis, SDPA_OK), folder / "axis" / "01_attention_numpy.ipynb")
+    uses_softmax = SDPA_OK.replace(
+        "    top = scores.max(axis=-1, keepdims=True)\n    e = np.exp(scores - np.where(np.isfinite(top), top, 0.0))\n"
+        "    total = e.sum(axis=-1, keepdims=True)\n    weights = np.divide(e, total, out=np.zeros_like(e), where=total > 0)\n",
+        "    weights = softmax(scores, axis=-1)\n")
+    save(notebook(SOFTMAX_OK.replace("x - x.max(axis=axis, keepdims=True)", "x"), uses_softmax),
+         folder / "overflow" / "01_attention_numpy.ipynb")
+    save(notebook(SOFTMAX_OK, "import torch.nn.functional as F\nimport torch\n" + textwrap.dedent("""
+        @exercise
+        def scaled_dot_product_attention(Q, K, V, mask=None):
+            f = getattr(F, "scaled_dot_" + "product_attention")
+            out = f(torch.from_numpy(Q), torch.from_numpy(K), torch.from_numpy(V))
+            return out.numpy(), None
+        """)), folder / "sneaky" / "01_attention_numpy.ipynb")
+    save(notebook(SOFTMAX_OK, "@exercise\ndef scaled_dot_product_attention(Q, K, V, mask=None):\n"
+                              "    while True:\n        pass"), folder / "loops" / "01_attention_numpy.ipynb")
+    save(notebook(SOFTMAX_OK), folder / "partial" / "01_attention_numpy.ipynb")
+    out = tmp_path_factory.mktemp("out")
+    doc = grade_batch([folder], out, jobs=2, seed=11, limits=Limits(timeout_s=3), progress=False)
+    return {s["student"]: s for s in doc["submissions"]}, out
+
+
+def _exercise(sub: dict, ex_id: str) -> dict:
+    return next(e for e in sub["exercises"] if e["id"] == ex_id)
+
+
+@pytest.mark.parametrize("name", CHAPTERS)
+def test_solutions_score_full_marks_even_renamed_and_saved_with_outputs(class_results, name):
+    sub = class_results[0][f"solved{name[:2]}"]
+    assert sub["chapter"] == name[:2] and sub["error"] is None
+    assert sub["score"] == sub["max_score"] > 0, sub["exercises"]
+    assert sub["isolation"] == "namespaces"
+
+
+@pytest.mark.parametrize("name", CHAPTERS)
+def test_learner_notebooks_score_zero_not_implemented(class_results, name):
+    sub = class_results[0][f"fresh{name[:2]}"]
+    assert sub["score"] == 0
+    assert {e["status"] for e in sub["exercises"]} == {"not_implemented"}
+
+
+def test_a_wrong_axis_is_named_and_costs_only_its_exercise(class_results):
+    sub = class_results[0]["axis"]
+    soft = _exercise(sub, "01.softmax")
+    assert (soft["status"], soft["misconception"], soft["score"]) == ("failed", "softmax-wrong-axis", 0)
+    assert _exercise(sub, "01.scaled_dot_product_attention")["status"] == "passed"
+    assert sub["score"] == 3
+
+
+def test_a_failure_caused_by_another_exercise_is_attributed(class_results):
+    sub = class_results[0]["overflow"]
+    soft = _exercise(sub, "01.softmax")
+    assert soft["misconception"] == "softmax-no-max-subtraction"
+    sdpa = _exercise(sub, "01.scaled_dot_product_attention")
+    assert sdpa["status"] != "passed"
+    assert sdpa["feedback"].startswith("This probably fails because your softmax fails")
+
+
+def test_a_forbidden_call_hidden_from_the_ast_is_caught_when_called(class_results):
+    sdpa = _exercise(class_results[0]["sneaky"], "01.scaled_dot_product_attention")
+    assert sdpa["status"] == "forbidden" and sdpa["score"] == 0
+    assert "torch.nn.functional.scaled_dot_product_attention" in sdpa["feedback"]
+
+
+def test_a_timeout_zeroes_only_that_exercise(class_results):
+    sub = class_results[0]["loops"]
+    assert _exercise(sub, "01.softmax")["status"] == "passed"
+    sdpa = _exercise(sub, "01.scaled_dot_product_attention")
+    assert sdpa["status"] == "timeout" and "3 s" in sdpa["feedback"]
+
+
+def test_a_missing_function_is_missing(class_results):
+    sdpa = _exercise(class_results[0]["partial"], "01.scaled_dot_product_attention")
+    assert sdpa["status"] == "missing" and "scaled_dot_product_attention(Q, K, V, mask=None)" in sdpa["feedback"]
+
+
+# =============================================================================================
+# Reports
+
+
+def test_results_json_follows_the_contract(class_results):
+    doc = json.loads((class_results[1] / "results.json").read_text())
+    assert set(doc) >= {"grader_version", "seed", "submissions"} and doc["seed"] == 11
+    statuses = {"passed", "failed", "error", "timeout", "out_of_memory", "not_implemented", "missing", "forbidden"}
+    for sub in doc["submissions"]:
+        assert set(sub) >= {"path", "student", "chapter", "score", "max_score", "exercises"}
+        assert sub["score"] == sum(e["score"] for e in sub["exercises"])
+        for e in sub["exercises"]:
+            assert set(e) >= {"id", "score", "max_score", "status", "misconception", "feedback"}
+            assert e["status"] in statuses
+
+
+def test_gradebook_has_one_row_per_student_and_exercise(class_results):
+    rows = list(csv.DictReader(io.StringIO((class_results[1] / "gradebook.csv").read_text())))
+    subs = class_results[0]
+    assert len(rows) == sum(len(s["exercises"]) for s in subs.values())
+    assert len({(r["student"], r["exercise"]) for r in rows}) == len(rows)
+    row = next(r for r in rows if r["student"] == "axis" and r["exercise"] == "01.softmax")
+    assert (row["status"], row["misconception"], float(row["score"])) == ("failed", "softmax-wrong-axis", 0.0)
+
+
+def test_feedback_and_gradescope_results_per_student(class_results):
+    out = class_results[1]
+    md = (out / "feedback" / "axis.md").read_text()
+    assert "softmax-wrong-axis" in md and "Score: **3 / 5**" in md
+    html_text = (out / "feedback" / "axis.html").read_text()
+    assert "<h2>01.softmax: not yet right (0 / 2)</h2>" in html_text
+    gs = json.loads((out / "gradescope" / "axis.json").read_text())
+    assert gs["score"] == 3 and [t["status"] for t in gs["tests"]] == ["failed", "passed"]
+    assert all(set(t) >= {"name", "score", "max_score", "output"} for t in gs["tests"])
+
+
+def test_class_summary_counts_misconceptions_across_students(class_results):
+    text = (class_results[1] / "summary.md").read_text()
+    n = len(class_results[0])
+    assert f"- **1 of {n}** " in text and "`softmax-wrong-axis`" in text and "`softmax-no-max-subtraction`" in text
+    png = (class_results[1] / "summary.png").read_bytes()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_untrusted_text_is_escaped_in_html_and_fenced_in_markdown(tmp_path):
+    evil = "<script>alert(1)</script> ``` # Score: 5/5"
+    path = save(notebook(SOFTMAX_OK.replace("e = np.exp", f"raise ValueError({evil!r})\n    e = np.exp")),
+                tmp_path / "in" / "01_attention_numpy.ipynb")
+    grade_batch([path], tmp_path / "out", seed=1, limits=FAST, progress=False)
+    html_text = (tmp_path / "out" / "feedback" / "01_attention_numpy.html").read_text()
+    assert "<script>" not in html_text and "&lt;script&gt;" in html_text
+    md = (tmp_path / "out" / "feedback" / "01_attention_numpy.md").read_text()
+    assert "````text\n" in md  # the fence is longer than the backticks in the message
+
+
+# =============================================================================================
+# Batches: resume after kill -9
+
+
+def test_resume_after_kill_9_loses_and_duplicates_nothing(tmp_path):
+    folder = tmp_path / "class"
+    n = 6
+    for i in range(n):
+        body = SOFTMAX_OK + SDPA_OK if i % 2 else SOFTMAX_OK
+        save(notebook(body), folder / f"student{i}" / "01_attention_numpy.ipynb")
+    out = tmp_path / "out"
+    cmd = [sys.executable, "-m", "mhsa_ref.grader.cli", str(folder), "--out", str(out), "--jobs", "1",
+           "--seed", "5", "--no-progress"]
+    proc = subprocess.Popen(cmd, start_new_session=True, stderr=subprocess.DEVNULL)
+    results = out / "results"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and len(list(results.glob("*.json"))) < 2:
+        time.sleep(0.02)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    kept = {p.name: p.stat().st_mtime_ns for p in results.glob("*.json")}
+    assert 2 <= len(kept) < n, "the kill should land mid-batch"
+    assert not list(results.glob(".*")) or all(p.stat().st_size >= 0 for p in results.glob(".*"))
+    subprocess.run(cmd[:-1] + ["--resume", "--no-progress"], check=True, capture_output=True)
+    doc = json.loads((out / "results.json").read_text())
+    students = [s["student"] for s in doc["submissions"]]
+    assert sorted(students) == [f"student{i}" for i in range(n)]
+    assert doc["seed"] == 5
+    for name, mtime in kept.items():  # finished results were kept, not graded again
+        assert (results / name).stat().st_mtime_ns == mtime
+    assert [s["score"] for s in sorted(doc["submissions"], key=lambda s: s["student"])] == [
+        2.0 if i % 2 == 0 else 5.0 for i in range(n)]
+    rows = list(csv.DictReader(io.StringIO((out / "gradebook.csv").read_text())))
+    assert len(rows) == 2 * n
+
+
+def test_resume_regrades_a_notebook_that_changed(tmp_path):
+    path = save(notebook(SOFTMAX_OK), tmp_path / "in" / "01_attention_numpy.ipynb")
+    out = tmp_path / "out"
+    grade_batch([path], out, seed=3, limits=FAST, progress=False)
+    save(notebook(SOFTMAX_OK + SDPA_OK), path)
+    doc = grade_batch([path], out, resume=True, limits=FAST, progress=False)
+    assert doc["seed"] == 3 and doc["submissions"][0]["score"] == 5
+    with pytest.raises(ValueError, match="seed 3"):
+        grade_batch([path], out, resume=True, seed=4, progress=False)
+
+
+# =============================================================================================
+# Module exercises: a state dict in, outputs and gradients out
+
+
+def _scale_module():
+    import torch
+
+    class Scale(torch.nn.Module):
+        def __init__(self, d):
+            super().__init__()
+            self.weight = torch.nn.Parameter(torch.ones(d))
+            self.bias = torch.nn.Parameter(torch.zeros(d))
+
+        def forward(self, x):
+            return x * self.weight + self.bias
+
+    return Scale
+
+
+def _scale_cases(rng):
+    cases = []
+    for name, d in (("d=3", 3), ("d=5", 5)):
+        state = {"weight": rng.normal(size=d).astype(np.float32), "bias": rng.normal(size=d).astype(np.float32)}
+        x = rng.normal(size=(2, 4, d)).astype(np.float32)
+        cases.append(Case(name, ({"d": d}, state, (x,), np.ones((2, 4, d), np.float32))))
+    return cases
+
+
+SCALE_MODULE_CODE = """
+import torch
+from torch import nn
+
+class Scale(nn.Module):
+    def __init__(self, d):
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(d))
+        self.bias = nn.Parameter(torch.zeros(d))
+
+    def forward(self, x):
+        return {expr}
+"""
+
+
+@pytest.fixture
+def module_exercise(monkeypatch):
+    torch = pytest.importorskip("torch")
+    del torch
+    ex = Exercise(
+        id="99.Scale", name="Scale", signature="class Scale(nn.Module)", points=1.0, reference=_scale_module(),
+        make_cases=_scale_cases, outputs=("output", "grad_x", "grad_bias", "grad_weight"), dtype="float32",
+        rtol=1e-5, atol=1e-6, harness=run_module,
+        misconceptions=(Misconception("scale-bias-twice", "You add the bias twice: add it once, after scaling.",
+                                      ()),),
+    )
+    monkeypatch.setitem(exercises.REGISTRY, ex.id, ex)
+    return ex
+
+
+@pytest.mark.parametrize("expr, status", [("x * self.weight + self.bias", "passed"),
+                                          ("x * self.weight + 2 * self.bias", "failed"),
+                                          ("(x * self.weight + self.bias).detach()", "error")])
+def test_module_exercises_are_graded_by_state_dict_outputs_and_gradients(tmp_path, module_exercise, expr, status):
+    path = save(notebook(SCALE_MODULE_CODE.format(expr=expr), chapter="99"), tmp_path / "99_scale.ipynb")
+    result = grade_notebook(path, "s", seed=2, limits=Limits(timeout_s=60))
+    (verdict,) = result.exercises
+    assert verdict.status == status, verdict.feedback
+    if status == "failed":  # compared output by output: the forward pass is the first to differ
+        assert "`output` differs" in verdict.feedback
+
+
+# =============================================================================================
+# Gradescope
+
+
+def test_gradescope_bundle_grades_a_simulated_autograder_tree(tmp_path):
+    bundle = tmp_path / "autograder.zip"
+    subprocess.run([sys.executable, "-m", "mhsa_ref.grader.cli", "gradescope-bundle", "01", "-o", str(bundle)],
+                   check=True, capture_output=True)
+    names = zipfile.ZipFile(bundle).namelist()
+    assert {"setup.sh", "run_autograder", "mhsa_ref_src/pyproject.toml",
+            "mhsa_ref_src/mhsa_ref/grader/cli.py"} <= set(names)
+    root = tmp_path / "autograder"
+    zipfile.ZipFile(bundle).extractall(root / "source")
+    for script in ("setup.sh", "run_autograder"):
+        subprocess.run(["bash", "-n", str(root / "source" / script)], check=True)
+    setup = (root / "source" / "setup.sh").read_text()
+    assert "chmod -R go-rwx" in setup and "torch" not in setup  # chapter 01 needs no torch
+    env = dict(os.environ, AUTOGRADER_ROOT=str(root), MHSA_PYTHON=sys.executable)
+    results = root / "results" / "results.json"
+    for notebook_path, score in ((ROOT / "solutions" / "01_attention_numpy.ipynb", 5.0),
+                                 (ROOT / "book" / "01_attention_numpy.ipynb", 0.0), (None, 0.0)):
+        submission = root / "submission"
+        if submission.exists():
+            for p in submission.iterdir():
+                p.unlink()
+        submission.mkdir(exist_ok=True)
+        if notebook_path:
+            (submission / "Copy of 01_attention_numpy.ipynb").write_bytes(notebook_path.read_bytes())
+        subprocess.run(["bash", str(root / "source" / "run_autograder")], check=True, env=env,
+                       capture_output=True)
+        doc = json.loads(results.read_text())
+        assert doc["score"] == score
+        if notebook_path is None:
+            assert "No notebook" in doc["output"]
+        else:
+            assert [t["max_score"] for t in doc["tests"]] == [2.0, 3.0]
+
+
+def test_gradescope_bundle_refuses_a_chapter_without_exercises(tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "mhsa_ref.grader.cli", "gradescope-bundle", "42", "-o",
+                           str(tmp_path / "a.zip")], capture_output=True, text=True)
+    assert proc.returncode == 2 and "has no exercises" in proc.stderr
+
+
+def test_cli_writes_json_to_stdout_and_reports_isolation(tmp_path):
+    path = save(notebook(SOFTMAX_OK + SDPA_OK), tmp_path / "in" / "01_attention_numpy.ipynb")
+    proc = subprocess.run([sys.executable, "-m", "mhsa_ref.grader.cli", str(path), "--out", str(tmp_path / "o"),
+                           "--json", "-", "--seed", "9", "--no-progress"], capture_output=True, text=True, check=True)
+    doc = json.loads(proc.stdout)
+    assert doc["seed"] == 9 and doc["submissions"][0]["score"] == 5.0
+    assert "isolation: namespaces" in proc.stderr
