@@ -52,7 +52,8 @@ def results_json(results: list[SubmissionResult], seed: int) -> dict:
              "exercises": [{"id": e.id, "score": e.score, "max_score": e.max_score, "status": e.status,
                             "misconception": e.misconception, "feedback": e.feedback} for e in r.exercises],
              "isolation": r.isolation, "error": r.error, "dropped": r.dropped,
-             "load_problems": r.load_problems, "seconds": round(r.seconds, 3)}
+             "load_problems": r.load_problems, "seconds": round(r.seconds, 3),
+             "start_seconds": round(r.start_seconds, 3)}
         subs.append(d)
     return {"grader_version": GRADER_VERSION, "seed": seed, "submissions": subs}
 

@@ -8,11 +8,14 @@ only the exercise it happened in.
 
 from __future__ import annotations
 
+import json
 import os
 import queue
+import re
 import secrets
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -70,42 +73,101 @@ def run_submission(code: str, filename: str, exercises: list[Exercise], cases: l
         for ex, ex_cases in zip(exercises, cases)
     ]
     report = RunReport([ExerciseRun() for _ in exercises])
+    # Forked sandboxes inherit what the zygote imported: PyTorch only when the code may need it.
+    torch = any(ex.harness for ex in exercises) or bool(re.search(r"^\s*(import|from)\s+torch\b", code, re.M))
     start = 0
     while start < len(exercises):
         report.processes_started += 1
-        start = _one_process(code, filename, specs, blobs, cases, start, limits, report)
+        start = _one_process(code, filename, specs, blobs, cases, start, limits, report, torch)
     report.seconds = time.perf_counter() - t0
     return report
 
 
-def _one_process(code, filename, specs, blobs, cases, start, limits, report) -> int:
+class _Zygote:
+    """A forking server (``boot.py --zygote``) per grader process: Python, NumPy and PyTorch are
+    imported once, and each sandbox starts as a fork of it."""
+
+    def __init__(self) -> None:
+        ours, theirs = socket.socketpair()
+        self.proc = subprocess.Popen(
+            [sys.executable, "-I", "-B", BOOT, "--zygote", str(theirs.fileno())], pass_fds=(theirs.fileno(),),
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=_STDERR(), env=ENV, cwd="/")
+        theirs.close()
+        self.control = ours
+
+    def _ask(self, request: dict, fds: list[int] = ()) -> dict:
+        socket.send_fds(self.control, [json.dumps(request).encode()], list(fds))
+        reply = self.control.recv(4096)
+        if not reply:
+            raise OSError("the zygote is gone")
+        return json.loads(reply)
+
+    def spawn(self, plan_fd: int, result_fd: int, torch: bool) -> int:
+        return self._ask({"op": "spawn", "torch": torch}, [plan_fd, result_fd])["pid"]
+
+    def wait(self, pid: int) -> int:
+        return self._ask({"op": "wait", "pid": pid})["status"]
+
+
+_zygote: _Zygote | None = None
+ENV = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "PATH": "/usr/bin:/bin"}
+
+
+def _STDERR():
+    return None if os.environ.get("MHSA_GRADER_DEBUG") else subprocess.DEVNULL
+
+
+class _Sandbox:
+    """One sandboxed process, forked by the zygote (or, failing that, started afresh)."""
+
+    def __init__(self, torch: bool) -> None:
+        global _zygote
+        plan_r, self.plan_w = os.pipe()
+        self.result_r, result_w = os.pipe()
+        self.proc = None
+        try:
+            if _zygote is None or _zygote.proc.poll() is not None:
+                _zygote = _Zygote()
+            self.pid = _zygote.spawn(plan_r, result_w, torch)
+        except OSError:  # no zygote: one fresh interpreter for this sandbox
+            _zygote = None
+            self.proc = subprocess.Popen([sys.executable, "-I", "-B", BOOT, str(result_w)], stdin=plan_r,
+                                         stdout=subprocess.DEVNULL, stderr=_STDERR(), pass_fds=(result_w,),
+                                         start_new_session=True, env=ENV, cwd="/")
+            self.pid = self.proc.pid
+        os.close(plan_r)
+        os.close(result_w)
+        self.status: int | None = None
+
+    def kill_and_wait(self) -> int:
+        """Kill the process group (in a PID namespace that takes every descendant with it)."""
+        try:
+            os.killpg(self.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        if self.status is None:
+            self.status = self.proc.wait() if self.proc else _zygote.wait(self.pid)
+        return self.status
+
+
+def _one_process(code, filename, specs, blobs, cases, start, limits, report, torch) -> int:
     """Run exercises from ``start`` in one sandbox; return where the next sandbox should begin."""
     nonce = secrets.token_hex(16)
     root = tempfile.mkdtemp(prefix="mhsa-sandbox-")
     os.chmod(root, 0o755)
-    read_fd, write_fd = os.pipe()
     n = len(specs)
     plan = {"nonce": nonce, "code": code, "filename": filename, "exercises": specs, "start": start,
-            "fd": write_fd, "root": root, "uid": 100000 + secrets.randbelow(50000),
+            "root": root, "uid": 100000 + secrets.randbelow(50000),
             "limits": {"memory_mb": limits.memory_mb, "processes": limits.processes,
                        "file_mb": limits.file_mb, "scratch_mb": limits.scratch_mb,
                        "cpu_s": int(limits.timeout_s * (n - start + 1)) + 5}}
     t_spawn = time.perf_counter()
-    proc = subprocess.Popen(
-        [sys.executable, "-I", "-B", BOOT], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
-        stderr=None if os.environ.get("MHSA_GRADER_DEBUG") else subprocess.DEVNULL, pass_fds=(write_fd,), start_new_session=True, cwd=root,
-        env={"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
-             "PATH": "/usr/bin:/bin"},
-    )
-    os.close(write_fd)
+    box = _Sandbox(torch)
     frames: queue.Queue = queue.Queue()
-    reader = threading.Thread(target=_read, args=(os.fdopen(read_fd, "rb"), nonce, frames), daemon=True)
+    reader = threading.Thread(target=_read, args=(os.fdopen(box.result_r, "rb"), nonce, frames), daemon=True)
     reader.start()
-    try:
-        protocol.write_frame(proc.stdin, {"plan": plan}, blobs)
-        proc.stdin.close()
-    except (BrokenPipeError, OSError):
-        pass
+    # The plan goes in from a thread: a sandbox that stops reading must not block the grader.
+    threading.Thread(target=_send_plan, args=(box.plan_w, plan, blobs), daemon=True).start()
     # ``done`` is the last exercise finished in this process; ``running`` the one under way.
     done, running, case_index = start - 1, None, 0
     deadline = time.monotonic() + limits.timeout_s + 5  # start-up and loading
@@ -122,7 +184,7 @@ def _one_process(code, filename, specs, blobs, cases, start, limits, report) -> 
                            only_one=True)
                 return running + 1
             if frame[0] == "end":  # the process ended, or closed the channel, before finishing
-                detail = _exit_detail(proc)
+                detail = _exit_detail(box)
                 if running is None:
                     _fail_from(report, done + 1, "crashed",
                                f"the process ended outside any exercise ({detail}), e.g. while loading")
@@ -171,7 +233,7 @@ def _one_process(code, filename, specs, blobs, cases, start, limits, report) -> 
                    "the grader's channel?")
         return n
     finally:
-        _kill(proc)
+        box.kill_and_wait()
         shutil.rmtree(root, ignore_errors=True)
 
 
@@ -223,23 +285,16 @@ def _fail_from(report: RunReport, index: int, state: str, message: str, only_one
             break
 
 
-def _exit_detail(proc: subprocess.Popen) -> str:
+def _send_plan(fd: int, plan: dict, blobs: list[bytes]) -> None:
     try:
-        code = proc.wait(timeout=2)
-    except subprocess.TimeoutExpired:
-        return "it closed the grader's channel"
+        with os.fdopen(fd, "wb") as stream:
+            protocol.write_frame(stream, {"plan": plan}, blobs)
+    except OSError:
+        pass  # the sandbox died or stopped reading: the reader reports it
+
+
+def _exit_detail(box: _Sandbox) -> str:
+    code = box.kill_and_wait()
     if code < 0:
         return f"killed by signal {signal.Signals(-code).name}"
     return f"exit status {code}"
-
-
-def _kill(proc: subprocess.Popen) -> None:
-    """Kill the sandbox's process group (in a PID namespace that takes every descendant with it)."""
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
-    try:
-        proc.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        pass

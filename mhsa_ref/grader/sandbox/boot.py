@@ -1,6 +1,6 @@
 """Start of every sandboxed run: read the plan, isolate this process, then hand over to the runner.
 
-Run as ``python -I -B boot.py`` with the plan on stdin (the results pipe is named in it).
+Run as ``python -I -B boot.py RESULT_FD`` with the plan on stdin, or as a zygote (see ``zygote``).
 the order Linux allows it:
 
 1. new mount, network, PID, IPC and UTS namespaces (plus a user namespace when not root);
@@ -17,9 +17,11 @@ possible, and reports the weaker isolation so that the results say so.
 from __future__ import annotations
 
 import ctypes
+import json
 import os
 import resource
 import signal
+import socket
 import sys
 
 import importlib.util
@@ -144,7 +146,7 @@ def _build_root(root: str, files: dict[str, str], size_mb: int) -> list[str]:
     return ["/opt/mhsa"] + _import_path()
 
 
-FD = -1  # the results pipe, set from the plan
+FD = -1  # the results pipe
 
 
 def _enter_namespaces() -> bool:
@@ -222,18 +224,21 @@ def _own_processes() -> int:
     return count
 
 
-def main() -> None:
-    budget = [1 << 31]
-    header, blobs = protocol.read_frame(sys.stdin.buffer, None, budget)
+FILES = {
+    "mhsa_ref/__init__.py": open(os.path.join(HERE, "standin.py")).read(),
+    "mhsa_ref/device.py": open(os.path.join(PACKAGE, "device.py")).read(),
+}
+
+
+def sandbox(plan_stream, result_fd: int) -> None:
+    """Read one plan, isolate this process, run the submission; never returns."""
+    global FD
+    FD = result_fd
+    header, blobs = protocol.read_frame(plan_stream, None, [1 << 31])
     plan = header["plan"]
     limits = plan["limits"]
-    global FD
-    FD = plan["fd"]
     out = os.fdopen(FD, "wb")
-    files = {
-        "mhsa_ref/__init__.py": open(os.path.join(HERE, "standin.py")).read(),
-        "mhsa_ref/device.py": open(os.path.join(PACKAGE, "device.py")).read(),
-    }
+    files = FILES
     # RLIMIT_NPROC counts every process of the uid: as root the sandbox has a uid of its own,
     # otherwise it shares the caller's, whose existing processes must not count against it.
     processes = limits["processes"] + (0 if _STARTED_AS_ROOT else _own_processes())
@@ -280,5 +285,48 @@ def main() -> None:
     os._exit(0)
 
 
+def zygote(control_fd: int) -> None:
+    """Serve sandboxes by forking this process, whose imports (NumPy, and PyTorch once a plan
+    needs it) are then paid once per grader worker instead of once per submission.
+
+    It never reads a plan or runs submitted code itself: each request passes the two pipe ends
+    of one sandbox; the forked child reads its plan from them and isolates itself as usual.
+    """
+    control = socket.socket(fileno=control_fd)
+    libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)  # never outlive the grader worker
+    while True:
+        try:
+            message, fds, _, _ = socket.recv_fds(control, 4096, 2)
+        except OSError:
+            os._exit(0)
+        if not message:
+            os._exit(0)
+        request = json.loads(message)
+        if request["op"] == "spawn":
+            if request.get("torch"):
+                try:
+                    import torch  # noqa: F401
+                except ImportError:
+                    pass
+            pid = os.fork()
+            if pid == 0:
+                control.close()
+                os.setsid()  # its own process group, which the grader kills as a whole
+                plan_fd, result_fd = fds
+                try:
+                    sandbox(os.fdopen(plan_fd, "rb"), result_fd)
+                finally:
+                    os._exit(1)
+            for fd in fds:
+                os.close(fd)
+            control.sendall(json.dumps({"pid": pid}).encode())
+        elif request["op"] == "wait":
+            _, status = os.waitpid(request["pid"], 0)
+            control.sendall(json.dumps({"status": os.waitstatus_to_exitcode(status)}).encode())
+
+
 if __name__ == "__main__":
-    main()
+    if sys.argv[1:2] == ["--zygote"]:
+        zygote(int(sys.argv[2]))
+    else:  # one sandbox: the plan on stdin, the results pipe named in the plan
+        sandbox(sys.stdin.buffer, int(sys.argv[1]))
