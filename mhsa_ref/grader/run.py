@@ -158,6 +158,8 @@ def _one_process(code, filename, specs, blobs, cases, start, limits, report, tor
     n = len(specs)
     plan = {"nonce": nonce, "code": code, "filename": filename, "exercises": specs, "start": start,
             "root": root, "uid": 100000 + secrets.randbelow(50000),
+            # Off only to test (or debug) the fallback used where Linux refuses namespaces.
+            "namespaces": os.environ.get("MHSA_GRADER_NAMESPACES", "1") != "0",
             "limits": {"memory_mb": limits.memory_mb, "processes": limits.processes,
                        "file_mb": limits.file_mb, "scratch_mb": limits.scratch_mb,
                        "cpu_s": int(limits.timeout_s * (n - start + 1)) + 5}}

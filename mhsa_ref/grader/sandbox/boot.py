@@ -245,6 +245,8 @@ def sandbox(plan_stream, result_fd: int) -> None:
     vm_size = _vm_size()
     notes = []
     try:
+        if not plan["namespaces"]:
+            raise OSError(0, "namespaces turned off (MHSA_GRADER_NAMESPACES=0)")
         if not _enter_namespaces():
             raise OSError(ctypes.get_errno(), "namespaces refused")
         sys.path[:] = _build_root(plan["root"], files, limits["scratch_mb"])
