@@ -38,7 +38,7 @@ def main(argv: list[str]) -> int:
         seconds = run(path)
         total += seconds
         flag = "  OVER TARGET" if seconds > TARGET_S else ""
-        print(f"{str(path.relative_to(ROOT)):<45} {seconds:8.1f}{flag}")
+        print(f"{str(path.resolve().relative_to(ROOT)):<45} {seconds:8.1f}{flag}")
     print(f"{'total':<45} {total:8.1f}")
     return 0
 
