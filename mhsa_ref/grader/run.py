@@ -94,6 +94,10 @@ class _Zygote:
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=_STDERR(), env=ENV, cwd="/")
         theirs.close()
         self.control = ours
+        self.owner = os.getpid()  # a forked grader worker must start its own, never share this one
+
+    def usable(self) -> bool:
+        return self.owner == os.getpid() and self.proc.poll() is None
 
     def _ask(self, request: dict, fds: list[int] = ()) -> dict:
         socket.send_fds(self.control, [json.dumps(request).encode()], list(fds))
@@ -126,7 +130,7 @@ class _Sandbox:
         self.result_r, result_w = os.pipe()
         self.proc = None
         try:
-            if _zygote is None or _zygote.proc.poll() is not None:
+            if _zygote is None or not _zygote.usable():
                 _zygote = _Zygote()
             self.pid = _zygote.spawn(plan_r, result_w, torch)
         except OSError:  # no zygote: one fresh interpreter for this sandbox
