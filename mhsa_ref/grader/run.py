@@ -177,27 +177,25 @@ def _one_process(code, filename, specs, blobs, cases, start, limits, report, tor
     # ``done`` is the last exercise finished in this process; ``running`` the one under way.
     done, running, case_index = start - 1, None, 0
     deadline = time.monotonic() + limits.timeout_s + 5  # start-up and loading
+    def stop(state: str, outside: str, inside: str) -> int:
+        """Fail the exercise under way (or, outside one, all that remain); where to go on."""
+        if running is None:
+            _fail_from(report, done + 1, state, outside)
+            return n
+        _fail_from(report, running, state, inside, only_one=True)
+        return running + 1
+
     try:
         while True:
             try:
                 frame = frames.get(timeout=max(0.0, deadline - time.monotonic()))
             except queue.Empty:
-                if running is None:
-                    _fail_from(report, done + 1, "timeout",
-                               f"loading your definitions did not finish within {limits.timeout_s:g} s")
-                    return n
-                _fail_from(report, running, "timeout", f"did not finish within {limits.timeout_s:g} s",
-                           only_one=True)
-                return running + 1
+                return stop("timeout", f"loading your definitions did not finish within {limits.timeout_s:g} s",
+                            f"did not finish within {limits.timeout_s:g} s")
             if frame[0] == "end":  # the process ended, or closed the channel, before finishing
                 detail = _exit_detail(box)
-                if running is None:
-                    _fail_from(report, done + 1, "crashed",
-                               f"the process ended outside any exercise ({detail}), e.g. while loading")
-                    return n
-                _fail_from(report, running, "crashed", f"the process ended during this exercise ({detail})",
-                           only_one=True)
-                return running + 1
+                return stop("crashed", f"the process ended outside any exercise ({detail}), e.g. while loading",
+                            f"the process ended during this exercise ({detail})")
             if frame[0] == "bad":
                 raise protocol.ProtocolError(frame[1])
             header, data = frame[1], frame[2]
