@@ -1,4 +1,5 @@
-"""Reference maths for chapter 01: softmax and scaled dot-product attention, in NumPy.
+"""Reference maths for chapters 01-02: softmax, scaled dot-product attention and the
+Jacobian of softmax, in NumPy.
 
 Conventions (see DESIGN.md): float64 throughout; a boolean mask with True = "may attend";
 a query with no allowed key gets all-zero weights and a zero output, never NaN.
@@ -10,7 +11,7 @@ import numpy as np
 
 from .validate import as_bool_mask, as_float_array, normalize_axis
 
-__all__ = ["softmax", "scaled_dot_product_attention"]
+__all__ = ["softmax", "scaled_dot_product_attention", "softmax_jacobian"]
 
 
 def softmax(x: np.ndarray, axis: int = -1) -> np.ndarray:
@@ -84,3 +85,18 @@ def scaled_dot_product_attention(
     # Weights get every batch axis, even one only V has, so both outputs share leading axes.
     weights = np.ascontiguousarray(np.broadcast_to(weights, batch + (Lq, Lk)))
     return weights @ V, weights
+
+
+def softmax_jacobian(p: np.ndarray) -> np.ndarray:
+    """The (n, n) Jacobian of softmax at the output ``p`` (1-D): J = diag(p) - p p^T.
+
+    With p = softmax(x), dp_i/dx_j = p_i (delta_ij - p_j): raising x_j raises p_j through the
+    numerator and lowers every p_i through the shared denominator (chapter 02).
+    """
+    p = as_float_array(p, "p")
+    if p.ndim != 1:
+        raise ValueError(
+            f"p must be 1-D (one softmax output of shape (n,)), got shape {p.shape}; "
+            "for a batch, take the Jacobian of each row separately"
+        )
+    return np.diag(p) - np.outer(p, p)

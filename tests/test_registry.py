@@ -14,6 +14,7 @@ from mhsa_ref.judge import call, judge
 CATALOG = {
     "01.softmax": "softmax(x, axis=-1)",
     "01.scaled_dot_product_attention": "scaled_dot_product_attention(Q, K, V, mask=None)",
+    "02.softmax_jacobian": "softmax_jacobian(p)",
     "03.causal_mask": "causal_mask(L)",
     "03.padding_mask": "padding_mask(lengths, L)",
     "03.build_attention_mask": "build_attention_mask(lengths, L, causal=False)",
