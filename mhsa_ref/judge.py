@@ -259,6 +259,10 @@ def _feedback(ex: Exercise, case: Case, got: Outcome, diff: Difference, mid: str
             problem = _safe_property(prop, case, got.outputs)
             if problem:
                 lines.append(f"Hint: {problem}")
+    if got.modified and mid != INPUT_MODIFIED.id:  # a second bug, easy to miss behind the first
+        which = ", ".join(f"`{n}`" for n in got.modified)
+        lines.append(f"Also: your function modified {which} in place. The caller's array is not yours "
+                     "to change: write `x = x - ...`, which makes a new array.")
     return "\n".join(lines)
 
 

@@ -6,7 +6,7 @@ from typing import Sequence
 
 import numpy as np
 
-# Perceptually uniform and readable with colour-blindness; darker = more attention.
+# Perceptually uniform and readable with colour-blindness; brighter (yellow) = more attention.
 CMAP = "viridis"
 
 

@@ -68,7 +68,11 @@ def grade_notebook(path: Path, student: str, seed: int, limits: Limits = Limits(
         return result
     chapter_exercises = exercises.for_chapter(result.chapter)
     result.max_score = sum(ex.points for ex in chapter_exercises)
-    extracted = extract(nb)
+    try:
+        extracted = extract(nb)
+    except Exception as exc:  # a notebook that is JSON but not a notebook of code cells
+        result.error = f"cannot read the notebook's code: {type(exc).__name__}: {str(exc)[:300]}"
+        return result
     result.dropped = extracted.dropped
     cases = [ex.cases(seed) for ex in chapter_exercises]
     report = run_submission(extracted.code, path.name, chapter_exercises, cases, limits)
@@ -88,13 +92,14 @@ def _verdict(ex, cases, run, extracted, seed) -> ExerciseResult:
         score = ex.points if status == "passed" else 0.0
         return ExerciseResult(ex.id, score, ex.points, status, misconception, feedback)
 
-    static = forbidden_uses(extracted.code, ex.name, ex.forbidden) if _defines(extracted.code, ex.name) else []
+    defined = _defines(extracted.code, ex.name)
+    static = forbidden_uses(extracted.dropped_imports + extracted.code, ex.name, ex.forbidden) if defined else []
     calls = sorted(set(static) | set(run.forbidden_calls))
     if calls:
         return result("forbidden", f"{ex.name} uses {', '.join(f'`{c}`' for c in calls)}, which this "
                                    "exercise asks you to write yourself (or which runs code the grader "
                                    "cannot check). Use only NumPy/PyTorch building blocks.")
-    if run.state == "missing" or not _defines(extracted.code, ex.name):
+    if run.state == "missing" or not defined:
         broken = [n for n, src in extracted.sources.items()
                   if n in extracted.syntax_errors and re.search(rf"\b(def|class)\s+{ex.name}\b", src)]
         if broken:

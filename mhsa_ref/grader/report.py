@@ -13,6 +13,7 @@ in HTML and fenced in Markdown, never interpreted.
 from __future__ import annotations
 
 import csv
+import hashlib
 import html
 import io
 import json
@@ -58,15 +59,22 @@ def results_json(results: list[SubmissionResult], seed: int) -> dict:
     return {"grader_version": GRADER_VERSION, "seed": seed, "submissions": subs}
 
 
+def _cell(value: object) -> object:
+    """A spreadsheet cell that cannot be a formula: ids and paths come from file names."""
+    if isinstance(value, str) and value[:1] in ("=", "+", "-", "@", "\t", "\r"):
+        return "'" + value
+    return value
+
+
 def gradebook_csv(results: list[SubmissionResult]) -> str:
-    out = io.StringIO()
-    writer = csv.writer(out)
-    writer.writerow(["student", "notebook", "chapter", "exercise", "status", "score", "max_score", "misconception"])
+    rows = [["student", "notebook", "chapter", "exercise", "status", "score", "max_score", "misconception"]]
     for r in results:
         if r.error:
-            writer.writerow([r.student, r.path, r.chapter or "", "", "error", 0, r.max_score, ""])
+            rows.append([r.student, r.path, r.chapter or "", "", "error", 0, r.max_score, ""])
         for e in r.exercises:
-            writer.writerow([r.student, r.path, r.chapter, e.id, e.status, e.score, e.max_score, e.misconception or ""])
+            rows.append([r.student, r.path, r.chapter, e.id, e.status, e.score, e.max_score, e.misconception or ""])
+    out = io.StringIO()
+    csv.writer(out).writerows([[_cell(v) for v in row] for row in rows])
     return out.getvalue()
 
 
@@ -205,9 +213,7 @@ def write_all(results: list[SubmissionResult], seed: int, out: Path) -> dict:
     doc = results_json(results, seed)
     write_atomically(out / "results.json", json.dumps(doc, indent=1))
     write_atomically(out / "gradebook.csv", gradebook_csv(results))
-    counts_by_student = Counter(r.student for r in results)
-    for r in results:
-        name = safe_name(r.student if counts_by_student[r.student] == 1 else f"{r.student}-{Path(r.path).stem}")
+    for r, name in zip(results, file_names(results)):
         write_atomically(out / "feedback" / f"{name}.md", feedback_markdown(r))
         write_atomically(out / "feedback" / f"{name}.html", feedback_html(r))
         write_atomically(out / "gradescope" / f"{name}.json", json.dumps(gradescope_json(r), indent=1))
@@ -215,6 +221,16 @@ def write_all(results: list[SubmissionResult], seed: int, out: Path) -> dict:
     write_atomically(out / "summary.md", text)
     summary_chart(counts, len({r.student for r in results}), out / "summary.png")
     return doc
+
+
+def file_names(results: list[SubmissionResult]) -> list[str]:
+    """One distinct, safe file name per result: the student id itself where that is a safe and
+    unique file name, else the sanitised id plus a hash of the notebook's path (so that no id
+    can be chosen to land on another student's file)."""
+    plain = Counter(r.student for r in results if safe_name(r.student) == r.student)
+    return [r.student if plain.get(r.student) == 1
+            else f"{safe_name(r.student)}-{hashlib.sha256(r.path.encode()).hexdigest()[:8]}"
+            for r in results]
 
 
 def safe_name(student: str) -> str:

@@ -109,8 +109,8 @@ class _Zygote:
     def spawn(self, plan_fd: int, result_fd: int, torch: bool) -> int:
         return self._ask({"op": "spawn", "torch": torch}, [plan_fd, result_fd])["pid"]
 
-    def wait(self, pid: int) -> int:
-        return self._ask({"op": "wait", "pid": pid})["status"]
+    def wait(self, pid: int, block: bool = True) -> int | None:
+        return self._ask({"op": "wait", "pid": pid, "block": block})["status"]
 
 
 _zygote: _Zygote | None = None
@@ -128,13 +128,14 @@ class _Sandbox:
         global _zygote
         plan_r, self.plan_w = os.pipe()
         self.result_r, result_w = os.pipe()
-        self.proc = None
+        self.proc, self.zygote = None, None
         try:
             if _zygote is None or not _zygote.usable():
                 _zygote = _Zygote()
+            self.zygote = _zygote
             self.pid = _zygote.spawn(plan_r, result_w, torch)
         except OSError:  # no zygote: one fresh interpreter for this sandbox
-            _zygote = None
+            _zygote = self.zygote = None
             self.proc = subprocess.Popen([sys.executable, "-I", "-B", BOOT, str(result_w)], stdin=plan_r,
                                          stdout=subprocess.DEVNULL, stderr=_STDERR(), pass_fds=(result_w,),
                                          start_new_session=True, env=ENV, cwd="/")
@@ -143,15 +144,42 @@ class _Sandbox:
         os.close(result_w)
         self.status: int | None = None
 
-    def kill_and_wait(self) -> int:
+    def _poll(self, block: bool) -> int | None:
+        if self.status is None:
+            if self.proc:
+                self.status = self.proc.wait() if block else self.proc.poll()
+            else:
+                self.status = self.zygote.wait(self.pid, block)
+        return self.status
+
+    def exit_status(self, grace: float = 1.0) -> int:
+        """How the process ended, given ``grace`` seconds to end by itself before it is killed."""
+        end = time.monotonic() + grace
+        while self._poll(block=False) is None and time.monotonic() < end:
+            time.sleep(0.01)
+        return self.kill_and_wait()
+
+    def kill_and_wait(self, uid: int | None = None) -> int:
         """Kill the process group (in a PID namespace that takes every descendant with it)."""
         try:
             os.killpg(self.pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
             pass
-        if self.status is None:
-            self.status = self.proc.wait() if self.proc else _zygote.wait(self.pid)
-        return self.status
+        if uid is not None and os.getuid() == 0:
+            _kill_uid(uid)  # without a PID namespace, also whatever escaped the process group
+        return self._poll(block=True)
+
+
+def _kill_uid(uid: int) -> None:
+    """Kill every process of ``uid`` (the sandbox's own), from a child that takes that uid."""
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.setresuid(uid, uid, uid)
+            os.kill(-1, signal.SIGKILL)
+        finally:
+            os._exit(0)
+    os.waitpid(pid, 0)
 
 
 def _one_process(code, filename, specs, blobs, cases, start, limits, report, torch) -> int:
@@ -176,7 +204,11 @@ def _one_process(code, filename, specs, blobs, cases, start, limits, report, tor
     threading.Thread(target=_send_plan, args=(box.plan_w, plan, blobs), daemon=True).start()
     # ``done`` is the last exercise finished in this process; ``running`` the one under way.
     done, running, case_index = start - 1, None, 0
+    # "ready" comes first and once, from the sandbox before any submitted code runs; "loaded"
+    # once, right after it. The same frames later can only be a forgery.
+    phase = "boot"
     deadline = time.monotonic() + limits.timeout_s + 5  # start-up and loading
+
     def stop(state: str, outside: str, inside: str) -> int:
         """Fail the exercise under way (or, outside one, all that remain); where to go on."""
         if running is None:
@@ -200,14 +232,18 @@ def _one_process(code, filename, specs, blobs, cases, start, limits, report, tor
                 raise protocol.ProtocolError(frame[1])
             header, data = frame[1], frame[2]
             t = header.get("type")
-            if t == "ready":
+            if t == "ready" and phase == "boot":
                 report.isolation = str(header.get("isolation"))[:100]
                 report.start_seconds += time.perf_counter() - t_spawn
-            elif t == "fatal":
+                phase = "loading"
+            elif t == "fatal" and phase == "boot":
                 _fail_from(report, start, "crashed", f"the sandbox could not start: {str(header.get('error'))[:300]}")
                 return n
-            elif t == "loaded":
+            elif t == "loaded" and phase == "loading":
                 report.load_problems = [str(p)[:500] for p in header.get("problems", [])][:50]
+                phase = "exercises"
+            elif phase != "exercises":
+                raise protocol.ProtocolError(f"an unexpected {str(t)[:20]!r} frame before the exercises")
             elif t == "start" and running is None and header.get("exercise") == done + 1 < n:
                 running, case_index = done + 1, 0
                 report.exercises[running].state = "running"
@@ -237,7 +273,7 @@ def _one_process(code, filename, specs, blobs, cases, start, limits, report, tor
                    "the grader's channel?")
         return n
     finally:
-        box.kill_and_wait()
+        box.kill_and_wait(uid=None if report.isolation == "namespaces" else plan["uid"])
         shutil.rmtree(root, ignore_errors=True)
 
 
@@ -250,8 +286,8 @@ def _read(stream, nonce: str, frames: queue.Queue) -> None:
                 frames.put(("end",))
                 return
             frames.put(("frame", *frame))
-    except (protocol.ProtocolError, OSError, ValueError) as exc:
-        frames.put(("bad", str(exc)[:200]))
+    except Exception as exc:  # RecursionError from a deeply nested header, MemoryError, ...
+        frames.put(("bad", f"{type(exc).__name__}: {str(exc)[:200]}"))
     finally:
         stream.close()
 
@@ -266,8 +302,11 @@ def _outcome(header: dict, data: list[bytes], case) -> Outcome:
         return Outcome(error=str(header.get("error"))[:2000])
     if kind != "returned":
         raise protocol.ProtocolError(f"an outcome of unknown kind {str(kind)[:20]!r}")
-    outputs = protocol.decode(header.get("outputs"), data)
-    after = protocol.decode(header.get("args_after"), data)
+    try:
+        outputs = protocol.decode(header.get("outputs"), data)
+        after = protocol.decode(header.get("args_after"), data)
+    except (RecursionError, MemoryError, ValueError, TypeError, KeyError) as exc:
+        raise protocol.ProtocolError(f"an outcome that does not decode ({type(exc).__name__})") from None
     if not isinstance(outputs, tuple) or not isinstance(after, tuple) or len(after) != len(case.args):
         raise protocol.ProtocolError("an outcome of the wrong form")
     names = case.arg_names or tuple(f"argument {i + 1}" for i in range(len(case.args)))
@@ -298,7 +337,7 @@ def _send_plan(fd: int, plan: dict, blobs: list[bytes]) -> None:
 
 
 def _exit_detail(box: _Sandbox) -> str:
-    code = box.kill_and_wait()
+    code = box.exit_status()
     if code < 0:
         return f"killed by signal {signal.Signals(-code).name}"
     return f"exit status {code}"

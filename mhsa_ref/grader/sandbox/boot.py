@@ -323,8 +323,9 @@ def zygote(control_fd: int) -> None:
                 os.close(fd)
             control.sendall(json.dumps({"pid": pid}).encode())
         elif request["op"] == "wait":
-            _, status = os.waitpid(request["pid"], 0)
-            control.sendall(json.dumps({"status": os.waitstatus_to_exitcode(status)}).encode())
+            done, status = os.waitpid(request["pid"], 0 if request.get("block", True) else os.WNOHANG)
+            code = os.waitstatus_to_exitcode(status) if done else None
+            control.sendall(json.dumps({"status": code}).encode())
 
 
 if __name__ == "__main__":

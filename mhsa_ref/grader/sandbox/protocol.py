@@ -86,8 +86,8 @@ def read_frame(stream: BinaryIO, nonce: str | None, budget: list[int]) -> tuple[
     try:
         header = json.loads(line)
         sizes = [int(n) for n in header["blobs"]]
-    except (ValueError, KeyError, TypeError) as exc:
-        raise ProtocolError(f"a frame header is not valid: {exc}") from None
+    except (ValueError, KeyError, TypeError, RecursionError) as exc:
+        raise ProtocolError(f"a frame header is not valid: {type(exc).__name__}") from None
     if not isinstance(header, dict) or (nonce is not None and header.get("nonce") != nonce):
         raise ProtocolError("a frame without this run's nonce")
     if any(n < 0 for n in sizes) or sum(sizes) > budget[0]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import re
 import sys
 import warnings
 from typing import Any, BinaryIO
@@ -36,7 +37,7 @@ def run(plan: dict, blobs: list[bytes], out: BinaryIO) -> None:
             send({"type": "done", "exercise": index, "missing": True})
             continue
         hits: set[str] = set()
-        restore = _tripwires(spec["forbidden"], hits)
+        restore = _tripwires(spec["forbidden"], hits, plan["code"])
         for c, encoded in enumerate(spec["cases"]):
             args = decode(encoded, blobs)  # a fresh copy for every call
             header, data = _call(fn, args, spec, encode)
@@ -103,15 +104,27 @@ def _error(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text}"[:2000]
 
 
-def _tripwires(names: list[str], hits: set[str]):
-    """Wrap each forbidden callable that is loaded so that calling it is recorded."""
+def _tripwires(names: list[str], hits: set[str], code: str):
+    """Wrap each forbidden callable so that calling it, under any name, is recorded.
+
+    A forbidden function is found by its dotted name and then replaced wherever the same object
+    is reachable from a loaded module of that package (``torch.nn.functional.softmax`` is also
+    ``torch._C._nn...``-style aliases). The package is imported first when the submission's code
+    can import it, so a later ``import`` inside the function gets the wrapped module too.
+    """
     undo = []
     for dotted in names:
         parts = dotted.split(".")
+        if len(parts) < 2 or not re.search(rf"\b{re.escape(parts[0])}\b", code):
+            continue  # a package the code never names cannot be called
+        try:
+            __import__(parts[0])
+        except BaseException:
+            continue
         owner = sys.modules.get(parts[0])
         for part in parts[1:-1]:
             owner = getattr(owner, part, None)
-        original = getattr(owner, parts[-1], None) if owner is not None and len(parts) > 1 else None
+        original = getattr(owner, parts[-1], None)
         if not callable(original):
             continue
 
@@ -119,11 +132,16 @@ def _tripwires(names: list[str], hits: set[str]):
             hits.add(__name)
             return __fn(*a, **k)
 
-        try:
-            setattr(owner, parts[-1], tripwire)
-            undo.append((owner, parts[-1], original))
-        except (AttributeError, TypeError):
-            continue
+        for module_name, module in list(sys.modules.items()):
+            if module_name.split(".")[0] != parts[0] or module is None:
+                continue
+            for attr, value in list(getattr(module, "__dict__", {}).items()):
+                if value is original:
+                    try:
+                        setattr(module, attr, tripwire)
+                        undo.append((module, attr, original))
+                    except (AttributeError, TypeError):
+                        pass
 
     def restore() -> None:
         for owner, attr, original in undo:
