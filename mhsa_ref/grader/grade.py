@@ -130,6 +130,9 @@ def _attribute(results: list[ExerciseResult], chapter_exercises, code: str) -> N
             dep = by_id.get(dep_id)
             dep_ex = exercises.REGISTRY[dep_id]
             if dep is not None and dep.status != "passed" and calls_function(code, ex.name, dep_ex.name):
-                res.feedback = (f"This probably fails because your {dep_ex.name} fails ({dep.status.replace('_', ' ')}, "
-                                f"see {dep_id}); fix {dep_ex.name} first.\n" + res.feedback)
+                why = f"your {dep_ex.name} fails ({dep.status.replace('_', ' ')}, see {dep_id})"
+                if res.misconception:  # its own mistake may be real, or a symptom: say both
+                    res.feedback += f"\nNote: {why}, and this function calls it: fix {dep_ex.name} first."
+                else:
+                    res.feedback = f"This probably fails because {why}; fix {dep_ex.name} first.\n" + res.feedback
                 break

@@ -91,9 +91,7 @@ def feedback_markdown(r: SubmissionResult) -> str:
     if r.error:
         lines += ["This notebook could not be graded:", "", _fence(r.error), ""]
     for e in r.exercises:
-        ex = exercises.REGISTRY.get(e.id)
-        name = ex.name if ex else e.id
-        lines += [f"## {e.id} `{name}`: {_STATUS_WORDS.get(e.status, e.status)} ({e.score:g} / {e.max_score:g})", ""]
+        lines += [f"## {e.id}: {_STATUS_WORDS.get(e.status, e.status)} ({e.score:g} / {e.max_score:g})", ""]
         if e.status != "passed":
             lines += [_fence(e.feedback), ""]
     if r.load_problems:
