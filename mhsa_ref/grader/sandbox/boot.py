@@ -133,8 +133,8 @@ def _build_root(root: str, files: dict[str, str], size_mb: int) -> list[str]:
     for name in DEVICES:
         open(root + "/dev/" + name, "w").close()
         _mount("/dev/" + name, root + "/dev/" + name, None, MS_BIND)
-    for name in ("scratch", "tmp"):
-        os.makedirs(root + "/" + name)
+    for name in ("scratch", "tmp"):  # /tmp may exist already: a venv under /tmp is bound inside it
+        os.makedirs(root + "/" + name, exist_ok=True)
         os.chmod(root + "/" + name, 0o1777)
     _install_library(root + "/opt/mhsa", files)
     os.chdir(root)
