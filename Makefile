@@ -1,4 +1,5 @@
-# make book   build the book into _build/html (sets up .venv on first use)
+# make book   build the book into _build/html (sets up .venv on first use, fetches _vendor/)
+# make vendor fetch MathJax and the widget manager into _vendor/ (npm), served by the book
 # make test   run every test: reference, exercises, generator, notebooks (sets up .venv on first use)
 # make assign regenerate book/ from solutions/
 # Override the environment's location with VENV=path (CI uses a fresh one).
@@ -7,7 +8,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: setup book test assign clean
+.PHONY: setup vendor book test assign clean
 
 setup: $(STAMP)
 
@@ -20,7 +21,31 @@ $(STAMP): requirements.txt pyproject.toml
 	$(PY) -m pip install --quiet -r requirements.txt
 	touch $(STAMP)
 
-book: $(STAMP)
+# The book serves MathJax, RequireJS and the ipywidgets HTML manager itself (_config.yml:
+# html_static_path, mathjax_path, nb_ipywidgets_js), so it renders with no CDN and offline.
+# They come from the npm registry, pinned; npm checks each tarball's integrity.
+MATHJAX := mathjax@3.2.2
+WIDGETS := @jupyter-widgets/html-manager@1.0.6
+REQUIREJS := requirejs@2.3.4
+VENDOR := _vendor
+# Named after the versions, so changing one above fetches again.
+VENDOR_STAMP := $(VENDOR)/.fetched_$(subst /,_,$(MATHJAX)_$(WIDGETS)_$(REQUIREJS))
+
+vendor: $(VENDOR_STAMP)
+
+$(VENDOR_STAMP):
+	@command -v npm >/dev/null || { echo "make vendor: npm is needed to fetch MathJax and the widget manager (e.g. apt-get install npm)" >&2; exit 1; }
+	rm -rf $(VENDOR) $(VENDOR).tmp
+	mkdir -p $(VENDOR).tmp/pkg $(VENDOR).tmp/out/mathjax $(VENDOR).tmp/out/jupyter-widgets $(VENDOR).tmp/out/requirejs
+	cd $(VENDOR).tmp/pkg && npm pack --silent $(MATHJAX) $(WIDGETS) $(REQUIREJS) >/dev/null
+	cd $(VENDOR).tmp/pkg && for t in *.tgz; do mkdir "$${t%.tgz}" && tar -xzf "$$t" -C "$${t%.tgz}"; done
+	cd $(VENDOR).tmp/pkg/mathjax-*/package && cp -r LICENSE es5/tex-mml-chtml.js es5/input es5/output es5/a11y es5/sre es5/ui es5/adaptors ../../../out/mathjax/
+	cd $(VENDOR).tmp/pkg/jupyter-widgets-html-manager-*/package && cp LICENSE dist/embed-amd.js dist/*.woff2 dist/*.woff dist/*.ttf dist/*.eot dist/*.svg ../../../out/jupyter-widgets/
+	cd $(VENDOR).tmp/pkg/requirejs-*/package && cp require.js ../../../out/requirejs/ && head -5 require.js > ../../../out/requirejs/LICENSE
+	mv $(VENDOR).tmp/out $(VENDOR) && rm -rf $(VENDOR).tmp
+	touch $@
+
+book: $(STAMP) $(VENDOR_STAMP)
 	$(VENV)/bin/jupyter-book build -W -n --keep-going .
 	@echo "The book is at _build/html/index.html"
 
@@ -31,4 +56,4 @@ assign: $(STAMP)
 	$(PY) -m mhsa_ref.assign
 
 clean:
-	rm -rf _build
+	rm -rf _build $(VENDOR) $(VENDOR).tmp

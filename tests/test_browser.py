@@ -1,0 +1,239 @@
+"""The built book in a real browser, with the network cut off.
+
+Serves ``_build/html`` on loopback, opens every page listed in ``_toc.yml`` in headless Chromium
+(Debian's ``chromium``, driven by Playwright) and fails on any request that would leave
+loopback: that is the proof that the book renders offline (MathJax, RequireJS and the widget
+manager are served from ``_static/``, fetched by ``make vendor``). On every page it checks:
+
+- math is typeset: every ``.math`` element holds a MathJax container, no MathJax error, and no
+  raw ``$...$``, ``$$``, ``\\(...\\)`` or ``\\[...\\]`` is left in the text outside code;
+- every image loads (non-zero natural width) and has alt text that is not a file name
+  (except figures inside a widget snapshot, which cannot carry any);
+- widget snapshots render where the page has widget output;
+- no console errors, no failed or 4xx/5xx requests;
+- the licence footer is there, and at phone width nothing makes the page scroll sideways;
+- on a chapter (notebook) page, the Colab button opens that page's notebook in ``book/`` on
+  branch ``main`` of the repository named in ``_config.yml``.
+
+It saves a full-page screenshot of each page at 1280 and 390 pixels wide in
+``_build/screenshots/`` (look at them). Without Chromium, Playwright or a built site it skips,
+saying why; under ``CI=true`` it fails instead.
+"""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import os
+import re
+import shutil
+import threading
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import pytest
+import yaml
+
+from .conftest import ROOT
+
+# MHSA_BOOK_HTML points the test at a book built elsewhere (jupyter-book build --path-output).
+SITE = Path(os.environ.get("MHSA_BOOK_HTML") or ROOT / "_build" / "html").resolve()
+SHOTS = SITE.parent / "screenshots"
+CHROMIUM = os.environ.get("CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
+IN_CI = os.environ.get("CI", "").strip().lower() in {"1", "true", "yes"}
+LOOPBACK = {"127.0.0.1", "localhost", "::1"}
+WIDTHS = {"desktop": (1280, 900), "phone": (390, 844)}
+CONFIG = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))
+
+
+def _toc_docs() -> list[str]:
+    """Every document in _toc.yml, in reading order (root, chapters, parts, sections)."""
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text(encoding="utf-8"))
+    docs = [toc["root"]]
+
+    def walk(entries):
+        for entry in entries or []:
+            if "file" in entry:
+                docs.append(entry["file"])
+            walk(entry.get("sections"))
+            walk(entry.get("chapters"))
+
+    walk(toc.get("chapters"))
+    for part in toc.get("parts") or []:
+        walk(part.get("chapters"))
+    return docs
+
+
+DOCS = _toc_docs()
+
+
+def _unavailable(reason: str):
+    if IN_CI:
+        pytest.fail(f"{reason} (CI=true, so this is a failure, not a skip)")
+    pytest.skip(reason)
+
+
+@pytest.fixture(scope="module")
+def site_url():
+    if not (SITE / "index.html").is_file():
+        _unavailable(f"no built book at {SITE}: run `make book` first")
+    if not (SITE / "_static" / "mathjax" / "tex-mml-chtml.js").is_file():
+        _unavailable(f"{SITE} was built before the book served its own MathJax: run `make book` again")
+    handler = functools.partial(_QuietHandler, directory=str(SITE))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    server.server_close()
+
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):  # keep pytest's output readable
+        pass
+
+
+@pytest.fixture(scope="module")
+def browser():
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        _unavailable("Playwright is not installed: pip install -r requirements.txt")
+    if not Path(CHROMIUM).is_file():
+        _unavailable(f"no Chromium at {CHROMIUM}: install Debian's `chromium` (or set CHROMIUM=path)")
+    with sync_playwright() as p:
+        chromium = p.chromium.launch(
+            executable_path=CHROMIUM,
+            headless=True,
+            args=["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"],
+        )
+        yield chromium
+        chromium.close()
+
+
+def _expected_colab_url(doc: str) -> str:
+    repo = CONFIG["repository"]
+    org_repo = urlsplit(repo["url"]).path.strip("/")
+    book = (repo.get("path_to_book") or "").strip("/")
+    notebook = f"{book}/{doc}.ipynb" if book else f"{doc}.ipynb"
+    colab = CONFIG["launch_buttons"]["colab_url"].rstrip("/")
+    return f"{colab}/github/{org_repo}/blob/main/{notebook}"
+
+
+# Runs in the page: what the assertions need, in one round trip.
+_INSPECT = r"""
+async () => {
+  for (const img of document.images) img.loading = "eager";
+  await Promise.all([...document.images].map(img => img.complete ? null :
+      new Promise(done => { img.addEventListener("load", done); img.addEventListener("error", done); })));
+  if (window.MathJax && MathJax.startup && MathJax.startup.promise) await MathJax.startup.promise;
+  const skip = "pre, code, script, style, textarea, mjx-container, .highlight";
+  const texts = [];
+  const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+  for (let node; (node = walker.nextNode());) {
+    if (!node.parentElement.closest(skip)) texts.push(node.textContent);
+  }
+  const views = [...document.querySelectorAll('script[type="application/vnd.jupyter.widget-view+json"]')];
+  return {
+    mathjax: window.MathJax && MathJax.version ? MathJax.version : null,
+    math: document.querySelectorAll(".math").length,
+    untypeset: [...document.querySelectorAll(".math")].filter(m => !m.querySelector("mjx-container"))
+        .map(m => m.textContent.trim().slice(0, 80)),
+    merrors: [...document.querySelectorAll("mjx-merror")].map(e => e.textContent.slice(0, 80)),
+    text: texts.join(" "),
+    images: [...document.images].map(img => ({src: (img.getAttribute("src") || "").slice(0, 80),
+        alt: img.getAttribute("alt"), width: img.naturalWidth, widget: !!img.closest(".jupyter-widgets")})),
+    views: views.length,
+    unrendered: views.filter(s => !s.parentElement.querySelector(".jupyter-widgets, .widget-subarea")).length,
+    colab: [...document.querySelectorAll("a[href*='colab.research.google.com']")].map(a => a.href),
+    footer: [...document.querySelectorAll(".extra_footer")].map(e => e.innerText).join(" "),
+    overflow: document.documentElement.scrollWidth - window.innerWidth,
+  };
+}
+"""
+
+# Raw TeX that MathJax should have consumed.
+RAW_MATH = re.compile(r"\\\(|\\\)|\\\[|\\\]|\$\$|(?<![\w$])\$[^$\s][^$\n]*?\$(?![\w$])")
+FILE_NAME = re.compile(r"(^|[/\\])[\w.-]+\.(png|jpe?g|gif|svg|webp)$", re.IGNORECASE)
+
+
+@pytest.mark.parametrize("doc", DOCS)
+def test_page_renders_offline(doc, site_url, browser):
+    page_file = SITE / f"{doc}.html"
+    if not page_file.is_file():
+        _unavailable(f"{doc} is in _toc.yml but {page_file} was not built: run `make book` again")
+    context = browser.new_context(viewport=dict(zip(("width", "height"), WIDTHS["desktop"])),
+                                  service_workers="block")
+    left, errors = [], []
+
+    def route(r):
+        url = urlsplit(r.request.url)
+        if url.scheme in {"data", "blob", "about"} or url.hostname in LOOPBACK:
+            r.continue_()
+        else:
+            left.append(r.request.url)
+            r.abort()
+
+    context.route("**/*", route)
+    page = context.new_page()
+    page.on("console", lambda m: errors.append(f"console: {m.text}") if m.type == "error" else None)
+    page.on("pageerror", lambda e: errors.append(f"uncaught: {e}"))
+    page.on("response", lambda r: errors.append(f"HTTP {r.status}: {r.url}") if r.status >= 400 else None)
+    page.on("requestfailed", lambda r: None if r.url in left else errors.append(f"failed: {r.url}"))
+    try:
+        page.goto(f"{site_url}/{doc}.html", wait_until="load", timeout=60_000)
+        info = page.evaluate(_INSPECT)
+        if info["views"]:
+            page.wait_for_function(
+                """() => [...document.querySelectorAll('script[type="application/vnd.jupyter.widget-view+json"]')]
+                     .every(s => s.parentElement.querySelector('.jupyter-widgets, .widget-subarea'))""",
+                timeout=30_000)
+            info = page.evaluate(_INSPECT)
+        SHOTS.mkdir(parents=True, exist_ok=True)
+        name = doc.replace("/", "_")
+        page.screenshot(path=str(SHOTS / f"{name}-desktop-1280.png"), full_page=True)
+        width, height = WIDTHS["phone"]
+        page.set_viewport_size({"width": width, "height": height})
+        page.wait_for_timeout(300)
+        phone = page.evaluate(_INSPECT)
+        page.screenshot(path=str(SHOTS / f"{name}-phone-390.png"), full_page=True)
+    finally:
+        context.close()
+
+    assert not left, f"{doc}: requests left loopback (the page needs the network): {left}"
+    assert not errors, f"{doc}: {errors}"
+
+    # Math.
+    if info["math"]:
+        assert info["mathjax"] and info["mathjax"].startswith("3."), f"{doc}: MathJax 3 did not load"
+    assert not info["untypeset"], f"{doc}: math left untypeset: {info['untypeset']}"
+    assert not info["merrors"], f"{doc}: MathJax errors: {info['merrors']}"
+    raw = RAW_MATH.findall(info["text"])
+    assert not raw, f"{doc}: raw TeX left in the text: {RAW_MATH.search(info['text'])}"
+
+    # Figures: loaded, and described. A figure inside a widget snapshot (an `interact` output)
+    # is drawn by the widget manager from the saved state, which has no place for alt text;
+    # the text around the widget has to describe it.
+    for img in info["images"]:
+        assert img["width"] > 0, f"{doc}: image {img['src']} did not load"
+        if img["widget"]:
+            continue
+        alt = (img["alt"] or "").strip()
+        assert alt and not FILE_NAME.search(alt), (
+            f"{doc}: image {img['src']} has no real alt text ({img['alt']!r}); for a notebook "
+            'figure add cell metadata {"mystnb": {"image": {"alt": "..."}}} in solutions/')
+
+    # Widgets.
+    assert info["unrendered"] == 0, f"{doc}: {info['unrendered']} of {info['views']} widget views did not render"
+
+    # Footer and phone width.
+    assert "CC BY-SA 4.0" in info["footer"] and "MIT" in info["footer"], f"{doc}: licence footer missing"
+    assert phone["overflow"] <= 1, (
+        f"{doc}: at {width}px the page is {phone['overflow']}px wider than the screen (see {SHOTS.name}/)")
+
+    # Colab button on chapter (notebook) pages.
+    if (ROOT / f"{doc}.ipynb").is_file():
+        assert CONFIG["repository"]["branch"] == "main"
+        expected = _expected_colab_url(doc)
+        assert info["colab"], f"{doc}: no Colab button"
+        assert set(info["colab"]) == {expected}, f"{doc}: Colab button goes to {info['colab']}, not {expected}"
