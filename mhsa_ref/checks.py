@@ -45,8 +45,8 @@ def exercise(fn: Callable | None = None, *, id: str | None = None) -> Any:
             if not noted:
                 noted = True
                 print(
-                    f"note: {ex.name} is not implemented yet (exercise {ex.id}); "
-                    "the reference solution stands in for it so the chapter keeps running.",
+                    f"note: {ex.name} is not implemented yet (exercise {ex.id});\n"
+                    "      the reference solution stands in for it so the chapter keeps running.",
                     file=sys.stdout,
                 )
             return ex.reference(*args, **kwargs)
@@ -103,7 +103,7 @@ def format_verdict(v: Verdict) -> str:
             if line.startswith(" "):  # an array printout: keep its layout
                 lines.append("   " + line)
             else:  # prose: wrap to fit a notebook's output area
-                lines += textwrap.wrap(line, 88, initial_indent="   ", subsequent_indent="   ")
+                lines += textwrap.wrap(line, 76, initial_indent="   ", subsequent_indent="   ")
         others = len(v.details) - 1
         if others > 0:
             lines.append(f"   ({others} more case{'s' if others > 1 else ''} also went wrong.)")

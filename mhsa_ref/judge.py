@@ -116,7 +116,7 @@ def _close(actual: np.ndarray, expected: np.ndarray, rtol: float, atol: float) -
 
 def _fmt(arr: np.ndarray, prefix: str) -> str:
     """``prefix`` followed by the array, continuation lines aligned under its first bracket."""
-    with np.printoptions(precision=4, suppress=True, threshold=24, edgeitems=2, linewidth=88):
+    with np.printoptions(precision=4, suppress=True, threshold=24, edgeitems=2, linewidth=76):
         return prefix + np.array2string(np.asarray(arr), separator=", ", prefix=prefix)
 
 
