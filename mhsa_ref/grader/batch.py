@@ -28,6 +28,10 @@ def grade_batch(paths: list[str | Path], out: Path, jobs: int = 1, seed: int | N
                 limits: Limits = Limits(), resume: bool = False, chapter: str | None = None,
                 progress: bool = True) -> dict:
     out = Path(out)
+    # Grades are private, and where the sandbox cannot hide the host's files (no namespaces)
+    # its unprivileged user must not read other students' results either.
+    out.mkdir(parents=True, exist_ok=True)
+    out.chmod(0o700)
     results_dir = out / "results"
     state_file = out / "run.json"
     if resume and state_file.exists():
