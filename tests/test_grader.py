@@ -7,7 +7,6 @@ of them wrong in the ways learners are wrong.
 
 from __future__ import annotations
 
-import copy
 import csv
 import io
 import json
