@@ -509,3 +509,35 @@ def test_without_namespaces_the_results_say_what_isolation_was_used(tmp_path, mo
     expected = "unprivileged user only" if os.getuid() == 0 else "none"
     assert result.isolation == expected
     assert f"Isolation while grading: {expected}" in gradescope_json(result)["output"]
+
+
+@pytest.mark.skipif(os.uname().machine != "x86_64", reason="the seccomp filter is written for x86_64")
+def test_the_sandbox_refuses_namespaces_mounts_and_ptrace_but_not_threads_or_fork(tmp_path):
+    # A nested user namespace would hand capabilities back to the submission; the seccomp
+    # filter refuses it (and mounts, ptrace, chroot) while ordinary work still runs.
+    probe = textwrap.dedent('''
+        import ctypes, os, threading
+        import numpy as np
+        from mhsa_ref import exercise
+
+        @exercise
+        def softmax(x, axis=-1):
+            libc = ctypes.CDLL(None, use_errno=True)
+            out = []
+            for name, call in [("unshare", lambda: libc.unshare(0x10000000 | 0x00020000)),
+                               ("mount", lambda: libc.mount(None, b"/usr", None, ctypes.c_ulong(4128), None)),
+                               ("ptrace", lambda: libc.ptrace(16, 1, 0, 0)),
+                               ("chroot", lambda: libc.chroot(b"/tmp"))]:
+                out.append(f"{name}={call()},{ctypes.get_errno()}")
+            t = threading.Thread(target=lambda: None)
+            t.start()
+            t.join()
+            pid = os.fork()
+            if pid == 0:
+                os._exit(7)
+            out.append(f"fork={os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])}")
+            raise RuntimeError(" ".join(out))
+    ''')
+    path = save(notebook(probe), tmp_path / "01_attention_numpy.ipynb")
+    feedback = by_id(grade_notebook(path, "s", seed=1, limits=FAST))["01.softmax"].feedback
+    assert "unshare=-1,1 mount=-1,1 ptrace=-1,1 chroot=-1,1 fork=7" in feedback, feedback

@@ -191,6 +191,55 @@ def _drop_privileges(sandbox_uid: int) -> str:
     return who
 
 
+# Calls graded code never needs and a sandbox must not allow: new namespaces (a fresh user
+# namespace would hand back capabilities), mounts, tracing other processes, kernel keyrings,
+# eBPF, perf, loading modules, handle-based opens. x86_64 numbers; other machines skip this.
+_DENIED_SYSCALLS = {
+    "unshare": 272, "setns": 308, "mount": 165, "umount2": 166, "pivot_root": 155, "chroot": 161,
+    "ptrace": 101, "process_vm_readv": 310, "process_vm_writev": 311, "keyctl": 250,
+    "add_key": 248, "request_key": 249, "bpf": 321, "perf_event_open": 298, "userfaultfd": 323,
+    "kexec_load": 246, "init_module": 175, "finit_module": 313, "delete_module": 176,
+    "open_by_handle_at": 304, "name_to_handle_at": 303, "fsopen": 430, "fsmount": 432,
+    "move_mount": 429, "open_tree": 428,
+}
+_NAMESPACE_FLAGS = CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNET | 0x02000000
+
+
+def _seccomp() -> bool:
+    """Install a seccomp filter that refuses ``_DENIED_SYSCALLS`` (EPERM), ``clone`` with
+    namespace flags (EPERM) and ``clone3`` (ENOSYS, so that the C library falls back to clone).
+    Returns False where it cannot (not x86_64, or the kernel refuses)."""
+    if os.uname().machine != "x86_64":
+        return False
+    ld_w_abs, jeq, jge, jset, ret = 0x20, 0x15, 0x35, 0x45, 0x06
+    allow, errno, kill = 0x7FFF0000, 0x00050000, 0x80000000
+    program: list[tuple] = [(ld_w_abs, None, None, 4), (jeq, None, "kill", 0xC000003E),  # AUDIT_ARCH_X86_64
+                            (ld_w_abs, None, None, 0), (jge, "deny", None, 0x40000000)]  # x32 calls
+    program += [(jeq, "deny", None, nr) for nr in _DENIED_SYSCALLS.values()]
+    program += [(jeq, "enosys", None, 435), (jeq, None, "allow", 56),  # clone3, clone
+                (ld_w_abs, None, None, 16), (jset, "deny", "allow", _NAMESPACE_FLAGS)]  # clone's flags
+    labels = {"allow": len(program), "deny": len(program) + 1, "enosys": len(program) + 2,
+              "kill": len(program) + 3}
+    program += [(ret, None, None, allow), (ret, None, None, errno | 1), (ret, None, None, errno | 38),
+                (ret, None, None, kill)]
+
+    class Instruction(ctypes.Structure):
+        _fields_ = [("code", ctypes.c_uint16), ("jt", ctypes.c_uint8), ("jf", ctypes.c_uint8),
+                    ("k", ctypes.c_uint32)]
+
+    class Program(ctypes.Structure):
+        _fields_ = [("len", ctypes.c_uint16), ("filter", ctypes.POINTER(Instruction))]
+
+    def offset(target, i):  # jumps are relative to the next instruction; None falls through
+        return 0 if target is None else labels[target] - i - 1
+
+    code = (Instruction * len(program))(*[
+        Instruction(c, offset(t, i), offset(f, i), k) for i, (c, t, f, k) in enumerate(program)])
+    fprog = Program(len(program), code)
+    PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 22, 2
+    return libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(fprog), 0, 0) == 0
+
+
 def _vm_size() -> int:
     with open("/proc/self/status") as f:
         for line in f:
@@ -270,6 +319,8 @@ def sandbox(plan_stream, result_fd: int) -> None:
         notes.append(f"namespaces unavailable ({exc.strerror or exc})")
     _limits(limits, vm_size, processes)
     who = _drop_privileges(plan["uid"])
+    if not _seccomp():
+        notes.append("no seccomp filter on this machine")
     if isolation == "none":
         isolation = "unprivileged user only" if _STARTED_AS_ROOT else "none"
     for fd in (0, 1, 2):  # the learner's prints go nowhere: nothing they print is ever read
