@@ -234,6 +234,8 @@ def _one_process(code, filename, specs, blobs, cases, start, limits, report, tor
             t = header.get("type")
             if t == "ready" and phase == "boot":
                 report.isolation = str(header.get("isolation"))[:100]
+                if any("no seccomp" in str(note) for note in header.get("notes", [])):
+                    report.isolation += " without seccomp"
                 report.start_seconds += time.perf_counter() - t_spawn
                 phase = "loading"
             elif t == "fatal" and phase == "boot":
