@@ -1,9 +1,10 @@
 """Run a submission's extracted code in the sandbox, one fresh process per submission.
 
-The parent side of ``sandbox/``: it writes the plan (code, cases as .npy), reads outcome frames
-against a wall-clock deadline per exercise, kills the sandbox's whole process group when one
-passes, and starts a fresh sandbox for the exercises after it, so that a hang or a crash costs
-only the exercise it happened in.
+The parent side of ``sandbox/``. Each sandbox is a fork of a per-worker zygote that imported
+NumPy (and PyTorch when needed) once. This side writes the plan (code, cases as .npy), reads
+outcome frames against a wall-clock deadline per exercise, kills the sandbox's whole process
+group when one passes, and starts a fresh sandbox for the exercises after it, so that a hang
+or a crash costs only the exercise it happened in.
 """
 
 from __future__ import annotations
@@ -91,7 +92,7 @@ class _Zygote:
         ours, theirs = socket.socketpair()
         self.proc = subprocess.Popen(
             [sys.executable, "-I", "-B", BOOT, "--zygote", str(theirs.fileno())], pass_fds=(theirs.fileno(),),
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=_STDERR(), env=ENV, cwd="/")
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=_stderr(), env=ENV, cwd="/")
         theirs.close()
         self.control = ours
         self.owner = os.getpid()  # a forked grader worker must start its own, never share this one
@@ -117,7 +118,7 @@ _zygote: _Zygote | None = None
 ENV = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "PATH": "/usr/bin:/bin"}
 
 
-def _STDERR():
+def _stderr():
     return None if os.environ.get("MHSA_GRADER_DEBUG") else subprocess.DEVNULL
 
 
@@ -137,7 +138,7 @@ class _Sandbox:
         except OSError:  # no zygote: one fresh interpreter for this sandbox
             _zygote = self.zygote = None
             self.proc = subprocess.Popen([sys.executable, "-I", "-B", BOOT, str(result_w)], stdin=plan_r,
-                                         stdout=subprocess.DEVNULL, stderr=_STDERR(), pass_fds=(result_w,),
+                                         stdout=subprocess.DEVNULL, stderr=_stderr(), pass_fds=(result_w,),
                                          start_new_session=True, env=ENV, cwd="/")
             self.pid = self.proc.pid
         os.close(plan_r)
