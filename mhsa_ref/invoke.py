@@ -9,7 +9,42 @@ load it.
 from __future__ import annotations
 
 import traceback
+import warnings
 from typing import Any
+
+import numpy as np
+
+
+def call(fn: Any, args: tuple, n_outputs: int, harness: Any = None,
+         catch: type[BaseException] = Exception) -> tuple[str, Any]:
+    """Call ``fn(*args)`` (or ``harness(fn, *args)``) and say what happened.
+
+    Returns ("returned", outputs as a tuple), ("not_implemented", None), ("out_of_memory",
+    message) or ("raised", message). With ``n_outputs == 1`` whatever ``fn`` returns is the one
+    output, so a stray trailing comma (a 1-tuple) is judged as the wrong type rather than
+    silently unpacked. ``catch`` is Exception in a notebook (an interrupt stays an interrupt)
+    and BaseException in the sandbox (``sys.exit`` is the learner's error there).
+    """
+    try:
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            result = harness(fn, *args) if harness else fn(*args)
+    except NotImplementedError:
+        return "not_implemented", None
+    except MemoryError as exc:
+        return "out_of_memory", error_message(exc) + where(fn, exc)
+    except catch as exc:
+        return "raised", error_message(exc) + where(fn, exc)
+    return "returned", result if isinstance(result, tuple) and n_outputs != 1 else (result,)
+
+
+def error_message(exc: BaseException) -> str:
+    """"ValueError: shapes do not match", even for an exception whose ``__str__`` fails."""
+    try:
+        text = str(exc).strip()
+    except BaseException:
+        text = "(its message could not be shown)"
+    return f"{type(exc).__name__}: {text}"
 
 
 def where(fn: Any, exc: BaseException) -> str:

@@ -13,14 +13,14 @@ outcomes agree with a wrong implementation on every case, that mistake is named.
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
 import numpy as np
 
 from .exercises.spec import FLOAT32_OUTPUT, INPUT_MODIFIED, Case, Exercise
-from .invoke import describe, where
+from . import invoke
+from .invoke import describe
 
 STATUSES = ("passed", "failed", "error", "not_implemented", "out_of_memory")
 # Mistakes any NumPy exercise can make, named even where an exercise does not list them.
@@ -57,29 +57,22 @@ class Verdict:
 def call(fn, case: Case, n_outputs: int = 1, harness=None) -> Outcome:
     """Run ``fn`` on one case in this process and record what it did (trusted callers only:
     the reference and the misconception variants, or a learner in their own notebook).
-
-    With ``n_outputs == 1`` whatever ``fn`` returns is the one output, so a stray trailing
-    comma (a 1-tuple) is judged as the wrong type rather than silently unpacked. A module
-    exercise passes its ``harness``, which builds the class and runs it on the case."""
+    A module exercise passes its ``harness``, which builds the class and runs it on the case."""
     args = case.fresh_args()
-    before = case.fresh_args()
-    try:
-        with np.errstate(all="ignore"), warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            result = harness(fn, *args) if harness else fn(*args)
-    except NotImplementedError:
-        return Outcome(not_implemented=True)
-    except MemoryError as exc:
-        return Outcome(error=f"MemoryError: {exc}{where(fn, exc)}", out_of_memory=True)
-    except Exception as exc:  # the learner's bug, reported as such
-        return Outcome(error=f"{type(exc).__name__}: {str(exc).strip()}{where(fn, exc)}")
-    outputs = result if isinstance(result, tuple) and n_outputs != 1 else (result,)
-    modified = tuple(
+    kind, value = invoke.call(fn, args, n_outputs, harness)
+    if kind == "returned":
+        return Outcome(outputs=value, modified=modified_arguments(case, args))
+    return Outcome(not_implemented=kind == "not_implemented", error=value, out_of_memory=kind == "out_of_memory")
+
+
+def modified_arguments(case: Case, after: tuple) -> tuple[str, ...]:
+    """Names of the case's array arguments that ``after`` (the arguments once the call
+    returned) no longer equals."""
+    return tuple(
         name
-        for name, a, b in zip(case.arg_names or _default_names(case), args, before)
-        if isinstance(b, np.ndarray) and not _same_array(a, b)
+        for name, now, before in zip(case.arg_names or _default_names(case), after, case.args)
+        if isinstance(before, np.ndarray) and not _same_array(now, before)
     )
-    return Outcome(outputs=outputs, modified=modified)
 
 
 def _default_names(case: Case) -> tuple[str, ...]:

@@ -24,10 +24,8 @@ import threading
 import time
 from dataclasses import dataclass, field
 
-import numpy as np
-
 from ..exercises import Exercise
-from ..judge import Outcome
+from ..judge import Outcome, modified_arguments
 from .sandbox import protocol
 
 BOOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "sandbox", "boot.py")
@@ -312,14 +310,7 @@ def _outcome(header: dict, data: list[bytes], case) -> Outcome:
         raise protocol.ProtocolError(f"an outcome that does not decode ({type(exc).__name__})") from None
     if not isinstance(outputs, tuple) or not isinstance(after, tuple) or len(after) != len(case.args):
         raise protocol.ProtocolError("an outcome of the wrong form")
-    names = case.arg_names or tuple(f"argument {i + 1}" for i in range(len(case.args)))
-    modified = tuple(
-        name for name, before, now in zip(names, case.args, after)
-        if isinstance(before, np.ndarray) and not (
-            isinstance(now, np.ndarray) and now.shape == before.shape and now.dtype == before.dtype
-            and np.array_equal(now, before, equal_nan=before.dtype.kind in "fc"))
-    )
-    return Outcome(outputs=outputs, modified=modified)
+    return Outcome(outputs=outputs, modified=modified_arguments(case, after))
 
 
 def _fail_from(report: RunReport, index: int, state: str, message: str, only_one: bool = False) -> None:

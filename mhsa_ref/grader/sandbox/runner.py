@@ -56,31 +56,21 @@ def _load(code: str, filename: str, namespace: dict) -> list[str]:
                 warnings.simplefilter("ignore")
                 exec(compile(ast.Module([node], []), filename, "exec"), namespace)
         except BaseException as exc:  # SystemExit and KeyboardInterrupt included: keep loading
-            problems.append(f"line {node.lineno}: {_error(exc)}")
+            problems.append(f"line {node.lineno}: {invoke.error_message(exc)[:2000]}")
     return problems
 
 
 def _call(fn: Any, args: tuple, spec: dict, encode) -> tuple[dict, list[bytes]]:
     data: list[bytes] = []
+    harness = invoke.run_module if spec["kind"] == "module" else None
+    # BaseException: SystemExit and KeyboardInterrupt from the learner are errors here.
+    kind, value = invoke.call(fn, args, spec["n_outputs"], harness, catch=BaseException)
+    if kind == "raised" and ("not enough memory" in value or "can't allocate memory" in value.lower()):
+        kind = "out_of_memory"  # PyTorch reports a failed allocation as a RuntimeError
+    if kind != "returned":
+        return {"kind": kind, "error": value and value[:2000]}, data
     try:
-        with np.errstate(all="ignore"), warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            if spec["kind"] == "module":
-                result = invoke.run_module(fn, *args)
-            else:
-                result = fn(*args)
-    except NotImplementedError:
-        return {"kind": "not_implemented"}, data
-    except MemoryError:
-        return {"kind": "out_of_memory"}, data
-    except BaseException as exc:  # includes SystemExit and KeyboardInterrupt from the learner
-        message = _error(exc) + invoke.where(fn, exc)
-        if "not enough memory" in message or "can't allocate memory" in message.lower():
-            return {"kind": "out_of_memory", "error": message[:2000]}, data
-        return {"kind": "raised", "error": message[:2000]}, data
-    outputs = result if type(result) is tuple and spec["n_outputs"] != 1 else (result,)
-    try:
-        encoded = [_encode_output(o, data, encode) for o in outputs]
+        encoded = [_encode_output(o, data, encode) for o in value]
         after = [encode(np.asarray(a), data) if isinstance(a, np.ndarray) else None for a in args]
     except MemoryError:
         return {"kind": "out_of_memory"}, []
@@ -94,14 +84,6 @@ def _encode_output(value: Any, data: list[bytes], encode) -> Any:
             return encode(arr, data)
         return {"$opaque": invoke.describe(arr)}
     return {"$opaque": invoke.describe(value)}
-
-
-def _error(exc: BaseException) -> str:
-    try:
-        text = str(exc).strip()
-    except BaseException:
-        text = "(its message could not be shown)"
-    return f"{type(exc).__name__}: {text}"[:2000]
 
 
 def _tripwires(names: list[str], hits: set[str], code: str):
