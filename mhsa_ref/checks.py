@@ -13,7 +13,7 @@ from typing import Any, Callable
 
 from . import exercises
 from .exercises.spec import Exercise
-from .judge import Verdict, call, judge
+from .judge import STATUS_WORDS, Verdict, call, judge
 
 # The seed of the public cases that `check` runs; the autograder draws its own.
 PUBLIC_SEED = 0
@@ -90,13 +90,7 @@ _ICONS = {"passed": "✅", "failed": "❌", "error": "❌", "not_implemented": "
 
 def format_verdict(v: Verdict) -> str:
     """The verdict as a learner reads it: one headline, then what went wrong and why."""
-    head = {
-        "passed": f"passed ({v.n_cases} cases)",
-        "failed": "not yet right",
-        "error": "raised an error",
-        "not_implemented": "not implemented yet",
-        "out_of_memory": "ran out of memory",
-    }[v.status]
+    head = STATUS_WORDS[v.status] + (f" ({v.n_cases} cases)" if v.passed else "")
     lines = [f"{_ICONS[v.status]} {v.exercise}: {head}"]
     if v.status != "passed":
         for line in v.feedback.splitlines():

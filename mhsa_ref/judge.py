@@ -22,7 +22,10 @@ from .exercises.spec import FLOAT32_OUTPUT, INPUT_MODIFIED, Case, Exercise
 from . import invoke
 from .invoke import describe
 
-STATUSES = ("passed", "failed", "error", "not_implemented", "out_of_memory")
+# A verdict's status, and the words the learner reads for it (in `check` and in feedback).
+STATUS_WORDS = {"passed": "passed", "failed": "not yet right", "error": "raised an error",
+                "not_implemented": "not implemented yet", "out_of_memory": "ran out of memory"}
+STATUSES = tuple(STATUS_WORDS)
 # Mistakes any NumPy exercise can make, named even where an exercise does not list them.
 COMMON_MISCONCEPTIONS = {m.id: m for m in (FLOAT32_OUTPUT, INPUT_MODIFIED)}
 

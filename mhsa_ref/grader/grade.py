@@ -12,12 +12,16 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from .. import exercises
+from ..judge import STATUS_WORDS as VERDICT_WORDS
 from ..judge import judge
 from . import discover
 from .extract import calls_function, extract, forbidden_uses, read_notebook
 from .run import Limits, run_submission
 
-STATUSES = ("passed", "failed", "error", "timeout", "out_of_memory", "not_implemented", "missing", "forbidden")
+# The judge's statuses, plus what only a sandboxed run can end in.
+STATUS_WORDS = {**VERDICT_WORDS, "timeout": "timed out", "missing": "missing",
+                "forbidden": "uses a forbidden shortcut"}
+STATUSES = tuple(STATUS_WORDS)
 
 
 @dataclass

@@ -24,16 +24,9 @@ from collections import Counter
 from pathlib import Path
 
 from .. import exercises
-from .grade import SubmissionResult
+from .grade import STATUS_WORDS, SubmissionResult
 
 GRADER_VERSION = "mhsa_ref-grader 1"
-_STATUS_WORDS = {
-    "passed": "passed", "failed": "not yet right", "error": "raised an error", "timeout": "timed out",
-    "out_of_memory": "ran out of memory", "not_implemented": "not implemented yet",
-    "missing": "missing", "forbidden": "uses a forbidden shortcut",
-}
-
-
 def write_atomically(path: Path, text: str | bytes) -> None:
     """Write via a temporary file and rename: a reader (or a kill -9) never sees half a file."""
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -91,7 +84,7 @@ def feedback_markdown(r: SubmissionResult) -> str:
     if r.error:
         lines += ["This notebook could not be graded:", "", _fence(r.error), ""]
     for e in r.exercises:
-        lines += [f"## {e.id}: {_STATUS_WORDS.get(e.status, e.status)} ({e.score:g} / {e.max_score:g})", ""]
+        lines += [f"## {e.id}: {STATUS_WORDS.get(e.status, e.status)} ({e.score:g} / {e.max_score:g})", ""]
         if e.status != "passed":
             lines += [_fence(e.feedback), ""]
     if r.load_problems:
@@ -116,7 +109,7 @@ def feedback_html(r: SubmissionResult) -> str:
     if r.error:
         parts.append(f"<p>This notebook could not be graded:</p><pre>{esc(r.error)}</pre>")
     for e in r.exercises:
-        parts.append(f"<h2>{esc(e.id)}: {esc(_STATUS_WORDS.get(e.status, e.status))} "
+        parts.append(f"<h2>{esc(e.id)}: {esc(STATUS_WORDS.get(e.status, e.status))} "
                      f"({e.score:g} / {e.max_score:g})</h2>")
         if e.status != "passed":
             parts.append(f"<pre>{esc(e.feedback)}</pre>")
@@ -128,7 +121,7 @@ def feedback_html(r: SubmissionResult) -> str:
 
 
 def gradescope_json(r: SubmissionResult) -> dict:
-    tests = [{"name": f"{e.id} ({_STATUS_WORDS.get(e.status, e.status)})", "score": e.score,
+    tests = [{"name": f"{e.id} ({STATUS_WORDS.get(e.status, e.status)})", "score": e.score,
               "max_score": e.max_score, "status": "passed" if e.status == "passed" else "failed",
               "output": e.feedback, "output_format": "text"} for e in r.exercises]
     output = r.error or f"Chapter {r.chapter}: {r.score:g} / {r.max_score:g}."
@@ -158,10 +151,10 @@ def summary(results: list[SubmissionResult]) -> tuple[str, Counter]:
         mean = sum(r.score for r in results) / len(results)
         top = max(r.max_score for r in results)
         lines += [f"Mean score {mean:.2f} of {top:g}.", ""]
-    lines += ["## Exercises", "", "| exercise | " + " | ".join(_STATUS_WORDS) + " |",
-              "|---|" + "---|" * len(_STATUS_WORDS)]
+    lines += ["## Exercises", "", "| exercise | " + " | ".join(STATUS_WORDS) + " |",
+              "|---|" + "---|" * len(STATUS_WORDS)]
     for ex_id, counts in sorted(statuses.items()):
-        lines.append(f"| {ex_id} | " + " | ".join(str(counts.get(s, 0)) for s in _STATUS_WORDS) + " |")
+        lines.append(f"| {ex_id} | " + " | ".join(str(counts.get(s, 0)) for s in STATUS_WORDS) + " |")
     lines += ["", "## Misconceptions", ""]
     if not misconceptions:
         lines.append("No known misconception was found.")
