@@ -31,6 +31,7 @@ class Extracted:
     dropped: list[str] = field(default_factory=list)  # "cell 4: a top-level `for` loop"
     syntax_errors: dict[int, str] = field(default_factory=dict)  # cell number -> message
     sources: dict[int, str] = field(default_factory=dict)  # cell number -> its (cleaned) source
+    defined: set[str] = field(default_factory=set)  # names of the kept functions and classes
 
 
 def read_notebook(path: Path) -> Any:
@@ -94,6 +95,7 @@ def extract(nb: Any) -> Extracted:
             continue
         code.append(ast.unparse(node))
     result.code = "\n\n".join(code) + "\n"
+    result.defined = defined
     return result
 
 

