@@ -36,24 +36,64 @@ def exercise(fn: Callable | None = None, *, id: str | None = None) -> Any:
     fn = getattr(fn, _LEARNER, fn)
     noted = False
 
-    @functools.wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
+    def note() -> None:
         nonlocal noted
-        try:
-            return fn(*args, **kwargs)
-        except NotImplementedError:
-            if not noted:
-                noted = True
-                print(
-                    f"note: {ex.name} is not implemented yet (exercise {ex.id});\n"
-                    "      the reference solution stands in for it so the chapter keeps running.",
-                    file=sys.stdout,
-                )
-            return ex.reference(*args, **kwargs)
+        if not noted:
+            noted = True
+            print(
+                f"note: {ex.name} is not implemented yet (exercise {ex.id});\n"
+                "      the reference solution stands in for it so the chapter keeps running.",
+                file=sys.stdout,
+            )
+
+    if isinstance(fn, type):
+        wrapper = _class_with_fallback(fn, ex, note)
+    else:
+        @functools.wraps(fn)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return fn(*args, **kwargs)
+            except NotImplementedError:
+                note()
+                return ex.reference(*args, **kwargs)
 
     setattr(wrapper, _MARK, ex.id)
     setattr(wrapper, _LEARNER, fn)
     return wrapper
+
+
+def _class_with_fallback(cls: type, ex: Exercise, note: Callable[[], None]) -> type:
+    """A subclass of the learner's module class that falls back to the reference.
+
+    If the learner's ``__init__`` is unfinished, constructing the class gives a reference module.
+    If only ``forward`` is, the reference's forward runs on the learner's own parameters
+    (``torch.func.functional_call``), so training still updates the learner's module.
+    """
+    import torch
+
+    class Fallback(type(cls)):
+        def __call__(klass, *args: Any, **kwargs: Any) -> Any:
+            try:
+                module = super().__call__(*args, **kwargs)
+            except NotImplementedError:
+                note()
+                return ex.reference(*args, **kwargs)
+            module.__dict__["_mhsa_init"] = (args, kwargs)
+            return module
+
+    def forward(self: Any, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return cls.forward(self, *args, **kwargs)
+        except NotImplementedError:
+            note()
+            init_args, init_kwargs = self.__dict__["_mhsa_init"]
+            reference = ex.reference(*init_args, **init_kwargs).to(next(self.parameters(), torch.empty(0)).device)
+            reference.train(self.training)
+            state = {**dict(self.named_parameters()), **dict(self.named_buffers())}
+            return torch.func.functional_call(reference, state, args, kwargs)
+
+    return Fallback(cls.__name__, (cls,), {"forward": forward, "__module__": cls.__module__,
+                                            "__qualname__": cls.__qualname__, "__doc__": cls.__doc__})
 
 
 def _resolve(fn: Callable, exercise_id: str | None) -> tuple[Callable, Exercise]:

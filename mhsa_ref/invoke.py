@@ -69,25 +69,62 @@ def describe(value: Any) -> str:
 
 
 def run_module(cls: Any, init_kwargs: dict, state: dict, inputs: tuple, grad_output: Any) -> tuple:
-    """The module harness: build ``cls``, load ``state``, run forward and backward.
+    """The harness of a module exercise: build ``cls``, load ``state``, run forward and backward.
 
-    Returns the output, then the gradient with respect to the first input, then the gradient of
-    every parameter in sorted name order, all as float arrays. The same harness runs the
-    reference class and the learner's class, so they are compared on identical terms.
+    Returns the output, the gradient with respect to the first input, then the gradient of every
+    parameter in sorted name order (see ``module_output_names``), all as arrays. The same harness
+    runs the reference class and the learner's, so they are compared on identical terms.
     """
-    import numpy as np
     import torch
 
     torch.manual_seed(0)
     module = cls(**init_kwargs)
     module.load_state_dict({k: torch.from_numpy(np.array(v)) for k, v in state.items()}, strict=True)
-    module.eval()  # dropout, if any, off: grading is deterministic
+    return _forward_backward(module, inputs, grad_output)
+
+
+def run_converter(fn: Any, mha_kwargs: dict, state: dict, inputs: tuple, grad_output: Any) -> tuple:
+    """The harness of ``from_torch_mha``-style exercises: build an ``nn.MultiheadAttention`` from
+    ``state``, convert it with ``fn`` and run what comes back like ``run_module`` does."""
+    import torch
+
+    torch.manual_seed(0)
+    mha = torch.nn.MultiheadAttention(**mha_kwargs, batch_first=True)
+    mha.load_state_dict({k: torch.from_numpy(np.array(v)) for k, v in state.items()}, strict=True)
+    before = {k: v.clone() for k, v in mha.state_dict().items()}
+    module = fn(mha)
+    if not isinstance(module, torch.nn.Module) or type(module).__name__ != "MultiHeadSelfAttention":
+        raise TypeError(f"{fn.__name__} returned {describe(module)}; expected a MultiHeadSelfAttention")
+    changed = [k for k, v in mha.state_dict().items() if not torch.equal(v, before[k])]
+    if changed:
+        raise ValueError(f"{fn.__name__} changed the given module's {', '.join(changed)} in place; "
+                         "copy the weights instead of modifying them")
+    return _forward_backward(module, inputs, grad_output)
+
+
+HARNESSES = {f.__name__: f for f in (run_module, run_converter)}
+
+
+def module_output_names(state: dict) -> tuple[str, ...]:
+    """What a harness returns, by name, for a module whose parameters are ``state``."""
+    return ("output", "x.grad") + tuple(f"{name}.grad" for name in sorted(state))
+
+
+def _forward_backward(module: Any, inputs: tuple, grad_output: Any) -> tuple:
+    import torch
+
+    module.eval()  # dropout off: grading is deterministic
     xs = [torch.tensor(np.array(a), requires_grad=np.asarray(a).dtype.kind == "f") for a in inputs]
     out = module(*xs)
     if not isinstance(out, torch.Tensor):
-        return (out,)
+        raise TypeError(f"forward returned {describe(out)}; expected a torch.Tensor of shape (B, L, d)")
+    again = module(*xs)  # the same path again: only randomness can make it differ
+    if isinstance(again, torch.Tensor) and (again.shape != out.shape or not torch.allclose(
+            again.detach(), out.detach(), rtol=1e-5, atol=1e-6, equal_nan=True)):
+        raise ValueError("forward gave two different outputs for the same input in eval mode; is "
+                         "dropout applied when self.training is False?")
     out.backward(torch.from_numpy(np.array(grad_output)))
     grads = [xs[0].grad] + [p.grad for _, p in sorted(module.named_parameters())]
     return (out.detach().numpy(),) + tuple(
-        np.zeros(0) if g is None else g.detach().numpy() for g in grads
+        np.zeros(0, np.float32) if g is None else g.detach().numpy() for g in grads
     )

@@ -131,7 +131,7 @@ def _first_difference(ex: Exercise, case: Case, reference: Outcome, got: Outcome
     if got.error is not None:
         return Difference(f"raised {got.error}")
     assert reference.outputs is not None, f"reference failed on case {case.name!r}"
-    names = ex.outputs
+    names = case.output_names or ex.outputs
     if len(got.outputs) != len(reference.outputs):
         want = f"{len(names)} values ({', '.join(names)})" if len(names) > 1 else "one array"
         return Difference(f"returned {len(got.outputs)} value(s); expected {want}")

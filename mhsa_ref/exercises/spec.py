@@ -13,6 +13,7 @@ Nothing here runs the learner's code; see ``mhsa_ref.checks`` (in-process, for n
 
 from __future__ import annotations
 
+import importlib
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
@@ -32,6 +33,9 @@ class Case:
     public: bool = True
     # Names of the arguments, for messages ("your function changed `x` in place").
     arg_names: tuple[str, ...] = ()
+    # Names of the outputs when they depend on the case (a module's parameter gradients);
+    # otherwise the exercise's ``outputs`` name them.
+    output_names: tuple[str, ...] = ()
 
     def fresh_args(self) -> tuple:
         """Deep copies of the arguments, so no call can see another call's mutations."""
@@ -76,8 +80,9 @@ class Exercise:
     forbidden: tuple[str, ...] = ()
     # Other exercises this one normally calls, for "fails because your softmax fails".
     uses: tuple[str, ...] = field(default_factory=tuple)
-    # Module exercises (a torch nn.Module class): how a class is run on one case, e.g.
-    # ``mhsa_ref.invoke.run_module`` (build, load a state dict, forward and backward).
+    # Module exercises (a torch nn.Module class, or a function that returns one): how it is run
+    # on one case, one of ``mhsa_ref.invoke.HARNESSES`` (build, load a state dict, forward and
+    # backward); the case's arguments are the harness's.
     harness: Callable[..., Any] | None = None
 
     @property
@@ -103,3 +108,19 @@ INPUT_MODIFIED = Misconception(
     "Your function changes its input in place (for example `x -= x.max(...)` or `Q /= ...`). "
     "The caller's array is not yours to change: write `x = x - ...`, which makes a new array.",
 )
+
+
+def deferred(path: str, *bound: Any) -> Callable[..., Any]:
+    """``module:name``, imported on first call and called with ``bound`` arguments first.
+
+    The PyTorch chapters name their reference modules and wrong implementations this way, so
+    loading the registry imports neither PyTorch nor their code until an exercise runs.
+    """
+    module_name, _, attr = path.partition(":")
+
+    def target(*args: Any, **kwargs: Any) -> Any:
+        return getattr(importlib.import_module(module_name), attr)(*bound, *args, **kwargs)
+
+    target.__name__ = target.__qualname__ = attr
+    target.resolve = lambda: getattr(importlib.import_module(module_name), attr)  # type: ignore[attr-defined]
+    return target

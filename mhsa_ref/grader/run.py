@@ -67,7 +67,7 @@ def run_submission(code: str, filename: str, exercises: list[Exercise], cases: l
     t0 = time.perf_counter()
     blobs: list[bytes] = []
     specs = [
-        {"name": ex.name, "kind": "module" if ex.harness else "function", "n_outputs": len(ex.outputs),
+        {"name": ex.name, "harness": ex.harness and ex.harness.__name__, "n_outputs": len(ex.outputs),
          "forbidden": list(ex.forbidden), "cases": [protocol.encode(c.args, blobs) for c in ex_cases]}
         for ex, ex_cases in zip(exercises, cases)
     ]

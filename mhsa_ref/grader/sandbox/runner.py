@@ -62,7 +62,7 @@ def _load(code: str, filename: str, namespace: dict) -> list[str]:
 
 def _call(fn: Any, args: tuple, spec: dict, encode) -> tuple[dict, list[bytes]]:
     data: list[bytes] = []
-    harness = invoke.run_module if spec["kind"] == "module" else None
+    harness = invoke.HARNESSES[spec["harness"]] if spec["harness"] else None
     # BaseException: SystemExit and KeyboardInterrupt from the learner are errors here.
     kind, value = invoke.call(fn, args, spec["n_outputs"], harness, catch=BaseException)
     if kind == "raised" and ("not enough memory" in value or "can't allocate memory" in value.lower()):
