@@ -2,6 +2,10 @@
 
 The package, file by file:
     attention.py        reference maths (NumPy): softmax, scaled dot-product attention
+    masks.py, heads.py  reference maths (NumPy) of chapters 03 and 04
+    torch_mha.py        chapter 05: MultiHeadSelfAttention (PyTorch), from_torch_mha
+    norm.py, block.py   chapter 06: layer_norm (NumPy), TransformerBlock (PyTorch)
+    invoke.py           calling learner code; the harnesses that run module exercises
     validate.py         argument checks with errors that name the argument and its shape
     exercises/          the exercise registry: one description per exercise (spec.py, chNN.py)
     judge.py            outcomes of a learner's function -> one verdict, misconceptions named

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import platform
 from typing import Any
 
 
@@ -20,3 +22,26 @@ def pick_device() -> Any:
     if mps is not None and mps.is_available():
         return torch.device("mps")
     return torch.device("cpu")
+
+
+def device_name(device: Any) -> str:
+    """A human name for ``device``, for figure titles: the GPU's model, or the CPU's."""
+    kind = getattr(device, "type", str(device))
+    if kind == "cuda":
+        import torch
+
+        return torch.cuda.get_device_name(device)
+    if kind == "mps":
+        return "Apple GPU (MPS)"
+    return f"{_cpu_model()} ({os.cpu_count()} cores)"
+
+
+def _cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return " ".join(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    return platform.processor() or platform.machine() or "CPU"

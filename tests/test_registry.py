@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import inspect
+import re
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -21,6 +24,12 @@ CATALOG = {
     "04.split_heads": "split_heads(X, num_heads)",
     "04.merge_heads": "merge_heads(X)",
     "04.multi_head_attention": "multi_head_attention(X, W_q, W_k, W_v, W_o, num_heads, mask=None)",
+    "05.MultiHeadSelfAttention": "class MultiHeadSelfAttention(nn.Module): __init__(d_model, num_heads, "
+                                 "bias=True, dropout=0.0); forward(x, mask=None)",
+    "05.from_torch_mha": "from_torch_mha(mha)",
+    "06.layer_norm": "layer_norm(x, gamma, beta, eps=1e-5)",
+    "06.TransformerBlock": "class TransformerBlock(nn.Module): __init__(d_model, num_heads, d_ff, "
+                           "dropout=0.0, norm_first=True); forward(x, mask=None)",
 }
 
 ALL = list(exercises.REGISTRY.values())
@@ -30,9 +39,37 @@ ALL = list(exercises.REGISTRY.values())
 def test_catalog_exercises_exist_with_their_signatures(exercise_id, signature):
     ex = exercises.get(exercise_id)
     assert ex.signature == signature
-    params = inspect.signature(ex.reference).parameters.values()
-    plain = ", ".join(p.name if p.default is p.empty else f"{p.name}={p.default!r}" for p in params)
-    assert f"{ex.name}({plain})" == signature, "the reference takes the catalog's parameters"
+    reference = getattr(ex.reference, "resolve", lambda: ex.reference)()  # PyTorch ones are deferred
+
+    def plain(fn):
+        params = list(inspect.signature(fn).parameters.values())
+        params = params[1:] if params and params[0].name == "self" else params
+        text = ", ".join(p.name if p.default is p.empty else f"{p.name}={p.default!r}" for p in params)
+        return re.sub(r"e-0(\d)", r"e-\1", text)  # repr(1e-5) is "1e-05"
+
+    if isinstance(reference, type):
+        assert f"class {ex.name}(nn.Module): __init__({plain(reference.__init__)}); " \
+               f"forward({plain(reference.forward)})" == signature
+    else:
+        assert f"{ex.name}({plain(reference)})" == signature, "the reference takes the catalog's parameters"
+
+
+def test_loading_the_registry_does_not_import_torch():
+    # The NumPy chapters' `check` stays quick, and mhsa_ref works without PyTorch installed.
+    code = "import sys, mhsa_ref, mhsa_ref.exercises as e; e.get('05.MultiHeadSelfAttention'); " \
+           "assert 'torch' not in sys.modules, 'torch was imported'"
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def _same(u, v) -> bool:
+    """Deep equality for case arguments: arrays, and dicts and tuples of them."""
+    if isinstance(u, np.ndarray):
+        return isinstance(v, np.ndarray) and u.shape == v.shape and np.array_equal(u, v)
+    if isinstance(u, dict):
+        return isinstance(v, dict) and u.keys() == v.keys() and all(_same(u[k], v[k]) for k in u)
+    if isinstance(u, (tuple, list)):
+        return type(u) is type(v) and len(u) == len(v) and all(map(_same, u, v))
+    return u == v
 
 
 def test_names_are_unique_and_lookups_agree():
@@ -63,22 +100,16 @@ def test_cases_are_reproducible_from_the_seed(ex):
     a, b, c = ex.cases(3), ex.cases(3), ex.cases(4)
     assert [x.name for x in a] == [x.name for x in b]
     for x, y in zip(a, b):
-        for u, v in zip(x.args, y.args):
-            assert np.array_equal(u, v) if isinstance(u, np.ndarray) else u == v
+        assert _same(x.args, y.args)
     # Randomized cases differ between seeds (in an array or in a plain argument such as a length).
-    def differs(u, v):
-        if isinstance(u, np.ndarray):
-            return u.shape != v.shape or not np.array_equal(u, v)
-        return u != v
-
-    assert len(a) != len(c) or any(differs(u, v) for x, y in zip(a, c) for u, v in zip(x.args, y.args))
+    assert len(a) != len(c) or any(not _same(x.args, y.args) for x, y in zip(a, c))
 
 
 @pytest.mark.parametrize("ex", ALL, ids=lambda ex: ex.id)
 @pytest.mark.parametrize("seed", [0, 1, 2, 99])
 def test_reference_passes_its_own_judge(ex, seed):
     cases = ex.cases(seed)
-    verdict = judge(ex, cases, [call(ex.reference, c, len(ex.outputs)) for c in cases], seed=seed)
+    verdict = judge(ex, cases, [call(ex.reference, c, len(ex.outputs), ex.harness) for c in cases], seed=seed)
     assert verdict.passed, verdict.feedback
 
 
@@ -86,9 +117,9 @@ def test_reference_passes_its_own_judge(ex, seed):
 def test_every_variant_is_caught_by_some_case(ex):
     # A misconception the cases cannot tell from the reference could never be named.
     cases = ex.cases(0)
-    reference = [call(ex.reference, c, len(ex.outputs)) for c in cases]
+    reference = [call(ex.reference, c, len(ex.outputs), ex.harness) for c in cases]
     for mis in ex.misconceptions:
         for variant in mis.variants:
-            verdict = judge(ex, cases, [call(variant, c, len(ex.outputs)) for c in cases], reference)
+            verdict = judge(ex, cases, [call(variant, c, len(ex.outputs), ex.harness) for c in cases], reference)
             assert not verdict.passed, f"{mis.id}: variant {variant.__name__} passes every case"
             assert verdict.misconception == mis.id, (mis.id, verdict.misconception, verdict.feedback)
