@@ -171,8 +171,8 @@ def to_torch_mha(module: MultiHeadSelfAttention) -> nn.MultiheadAttention:
 
 
 def mha_mask(mask: torch.Tensor, num_heads: int, batch_size: int | None = None) -> torch.Tensor:
-    """Our mask (True = may attend, broadcastable to (B, h, L, S)) as ``nn.MultiheadAttention``'s
-    ``attn_mask``: True = blocked, shaped (L, S) or (B * h, L, S)."""
+    """Our self-attention mask (True = may attend, broadcastable to (B, h, L, L)) as
+    ``nn.MultiheadAttention``'s ``attn_mask``: True = blocked, shaped (L, L) or (B * h, L, L)."""
     if not isinstance(mask, torch.Tensor) or mask.dtype != torch.bool:
         raise TypeError("mask must be a boolean tensor (True = may attend)")
     if mask.ndim <= 2:
@@ -181,5 +181,5 @@ def mha_mask(mask: torch.Tensor, num_heads: int, batch_size: int | None = None) 
         raise ValueError(f"mask must have at most 4 dimensions (B, h, L, S), got shape {tuple(mask.shape)}")
     mask = mask.reshape((1,) * (4 - mask.ndim) + tuple(mask.shape))
     B = batch_size if batch_size is not None else mask.shape[0]
-    full = mask.expand(B, num_heads, mask.shape[-2], mask.shape[-1])
-    return ~full.reshape(B * num_heads, mask.shape[-2], mask.shape[-1])
+    L = mask.shape[-1]  # self-attention: as many queries as keys
+    return ~mask.expand(B, num_heads, L, L).reshape(B * num_heads, L, L)
