@@ -447,6 +447,115 @@ def test_module_exercises_are_graded_by_state_dict_outputs_and_gradients(tmp_pat
         assert "`output` differs" in verdict.feedback
 
 
+MHSA_CODE = """
+import torch
+import torch.nn.functional as F
+from torch import nn
+from mhsa_ref import exercise, check
+
+@exercise
+class MultiHeadSelfAttention(nn.Module):
+    def __init__(self, d_model, num_heads, bias=True, dropout=0.0):
+        super().__init__()
+        self.h, self.p = num_heads, dropout
+        self.W_q, self.W_k, self.W_v, self.W_o = (nn.Linear(d_model, d_model, bias=bias) for _ in range(4))
+
+    def forward(self, x, mask=None):
+        B, L, d = x.shape
+        q, k, v = (W(x).view(B, L, self.h, d // self.h).transpose(1, 2) for W in (self.W_q, self.W_k, self.W_v))
+        out = F.scaled_dot_product_attention(q, k, v, attn_mask={mask}, dropout_p=self.p if self.training else 0.0)
+        if mask is not None:
+            out = out.masked_fill(~mask.any(-1, keepdim=True), 0.0)
+        return self.W_o(out.transpose(1, 2).reshape(B, L, d))
+
+@exercise
+def from_torch_mha(mha):
+    {convert}
+"""
+CONVERT_OK = """new = MultiHeadSelfAttention(mha.embed_dim, mha.num_heads, bias=mha.in_proj_bias is not None)
+    with torch.no_grad():
+        for lin, w in zip((new.W_q, new.W_k, new.W_v), mha.in_proj_weight.chunk(3)):
+            lin.weight.copy_(w)
+        new.W_o.weight.copy_(mha.out_proj.weight)
+        if mha.in_proj_bias is not None:
+            for lin, b in zip((new.W_q, new.W_k, new.W_v), mha.in_proj_bias.chunk(3)):
+                lin.bias.copy_(b)
+            new.W_o.bias.copy_(mha.out_proj.bias)
+    return new"""
+
+
+@pytest.mark.parametrize("mask, convert, statuses, misconception", [
+    ("mask", CONVERT_OK, ("passed", "passed"), None),
+    ("None if mask is None else ~mask", CONVERT_OK, ("failed", "failed"), "mha-mask-inverted"),
+    ("mask", "return mha", ("passed", "error"), None),
+    ("mask", "return MultiHeadSelfAttention(mha.embed_dim, mha.num_heads)", ("passed", "failed"), None),
+])
+def test_chapter_05_modules_are_graded_in_the_sandbox(tmp_path, mask, convert, statuses, misconception):
+    pytest.importorskip("torch")
+    code = MHSA_CODE.format(mask=mask, convert=convert)
+    path = save(notebook(code, chapter="05"), tmp_path / "05_pytorch_gpu.ipynb")
+    result = grade_notebook(path, "s", seed=5, limits=Limits(timeout_s=60))
+    got = {v.id: v for v in result.exercises}
+    mhsa, convert_verdict = got["05.MultiHeadSelfAttention"], got["05.from_torch_mha"]
+    assert (mhsa.status, convert_verdict.status) == statuses, (mhsa.feedback, convert_verdict.feedback)
+    assert mhsa.misconception == misconception
+    if statuses[0] == "failed":  # from_torch_mha is right, but builds the learner's broken class
+        assert "fails because" in convert_verdict.feedback or "MultiHeadSelfAttention" in convert_verdict.feedback
+    if convert == "return mha":
+        assert "expected a MultiHeadSelfAttention" in convert_verdict.feedback
+
+
+def test_chapter_05_wrapping_nn_multihead_attention_is_forbidden(tmp_path):
+    pytest.importorskip("torch")
+    code = """
+import torch
+from torch import nn
+from mhsa_ref import exercise
+
+@exercise
+class MultiHeadSelfAttention(nn.Module):
+    def __init__(self, d_model, num_heads, bias=True, dropout=0.0):
+        super().__init__()
+        self.inner = nn.MultiheadAttention(d_model, num_heads, bias=bias, batch_first=True)
+
+    def forward(self, x, mask=None):
+        return self.inner(x, x, x, attn_mask=None if mask is None else ~mask)[0]
+"""
+    path = save(notebook(code, chapter="05"), tmp_path / "05_pytorch_gpu.ipynb")
+    result = grade_notebook(path, "s", seed=5, limits=Limits(timeout_s=60))
+    verdict = next(v for v in result.exercises if v.id == "05.MultiHeadSelfAttention")
+    assert verdict.status == "forbidden" and verdict.score == 0
+    assert "MultiheadAttention" in verdict.feedback
+
+
+def test_chapter_06_block_mistake_is_named_in_the_sandbox(tmp_path):
+    pytest.importorskip("torch")
+    code = MHSA_CODE.format(mask="mask", convert=CONVERT_OK).replace("@exercise\nclass Multi", "class Multi") + """
+
+@exercise
+class TransformerBlock(nn.Module):
+    def __init__(self, d_model, num_heads, d_ff, dropout=0.0, norm_first=True):
+        super().__init__()
+        self.norm_first = norm_first
+        self.attn = MultiHeadSelfAttention(d_model, num_heads, dropout=dropout)
+        self.ln1, self.ln2 = nn.LayerNorm(d_model), nn.LayerNorm(d_model)
+        self.ff = nn.Sequential(nn.Linear(d_model, d_ff), nn.ReLU(), nn.Linear(d_ff, d_model))
+
+    def forward(self, x, mask=None):
+        if self.norm_first:
+            x = x + self.attn(self.ln1(x), mask)
+            return x + self.ff(self.ln2(x))
+        x = self.ln1(x + self.attn(x, mask))
+        return self.ln2(x + self.ff(x))
+"""
+    path = save(notebook(code, chapter="06"), tmp_path / "06_transformer_block.ipynb")
+    result = grade_notebook(path, "s", seed=5, limits=Limits(timeout_s=60))
+    verdict = next(v for v in result.exercises if v.id == "06.TransformerBlock")
+    assert verdict.status == "failed" and verdict.misconception == "block-relu-instead-of-gelu", verdict.feedback
+    missing = next(v for v in result.exercises if v.id == "06.layer_norm")
+    assert missing.status == "missing"
+
+
 # =============================================================================================
 # Gradescope
 

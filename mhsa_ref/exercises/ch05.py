@@ -91,7 +91,8 @@ MULTI_HEAD_SELF_ATTENTION = Exercise(
             "F.scaled_dot_product_attention); nn.MultiheadAttention's attn_mask uses True = "
             "blocked. Pass the mask to F.scaled_dot_product_attention as it is, or fill the "
             "scores with -inf where the mask is False (`~mask`).",
-            (deferred(f"{MISTAKES}:MaskInverted"), deferred(f"{MISTAKES}:MaskInvertedNaN")),
+            (deferred(f"{MISTAKES}:MaskInverted"), deferred(f"{MISTAKES}:MaskInvertedNaN"),
+             deferred(f"{MISTAKES}:MaskInvertedInAttentionOnly")),
         ),
         Misconception(
             "mha-mask-ignored",

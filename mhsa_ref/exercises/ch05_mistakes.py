@@ -42,6 +42,19 @@ class MaskInvertedNaN(MaskInverted):
         return self.W_o(self._merge(self._attend(q, k, v, mask, 0.0)))
 
 
+class MaskInvertedInAttentionOnly(MultiHeadSelfAttention):
+    """Inverted where the scores are masked, but empty rows still found with the right mask."""
+
+    def forward(self, x, mask=None):
+        B, L, _ = self._check_input(x)
+        mask = self._check_mask(mask, B, L, x.device)
+        q, k, v = self._project(x)
+        heads = F.scaled_dot_product_attention(q, k, v, attn_mask=None if mask is None else ~mask)
+        if mask is not None:
+            heads = heads.masked_fill(~mask.any(dim=-1, keepdim=True), 0.0)
+        return self.W_o(self._merge(heads))
+
+
 class MaskIgnored(MultiHeadSelfAttention):
     def _check_mask(self, mask, B, L, device):
         super()._check_mask(mask, B, L, device)
