@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import multiprocessing
 import os
 import secrets
 import sys
@@ -22,6 +23,9 @@ from . import discover
 from .grade import ExerciseResult, SubmissionResult, grade_notebook
 from .report import write_all, write_atomically
 from .run import Limits
+
+
+_CONTEXT = multiprocessing.get_context("forkserver")
 
 
 def grade_batch(paths: list[str | Path], out: Path, jobs: int = 1, seed: int | None = None,
@@ -68,7 +72,9 @@ def _run(todo, seed, limits, chapter, jobs, progress):
     while todo:
         pending = {}
         try:
-            with ProcessPoolExecutor(max_workers=max(1, jobs)) as pool:
+            # Not fork: a process that has run PyTorch holds an OpenMP thread team, and a forked
+            # copy of it hangs in its first matrix product. Forkserver workers start clean.
+            with ProcessPoolExecutor(max_workers=max(1, jobs), mp_context=_CONTEXT) as pool:
                 for item in todo:
                     sub, file, fingerprint = item
                     pending[pool.submit(_grade_one, sub, file, fingerprint, seed, limits, chapter)] = item
