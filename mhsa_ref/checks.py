@@ -41,8 +41,8 @@ def exercise(fn: Callable | None = None, *, id: str | None = None) -> Any:
         if not noted:
             noted = True
             print(
-                f"note: {ex.name} is not implemented yet (exercise {ex.id});\n"
-                "      the reference solution stands in for it so the chapter keeps running.",
+                f"note: {ex.name} is not implemented yet ({ex.id}); the reference\n"
+                "      solution stands in for it so the chapter keeps running.",
                 file=sys.stdout,
             )
 

@@ -48,8 +48,10 @@ def error_message(exc: BaseException) -> str:
 
 
 def where(fn: Any, exc: BaseException) -> str:
-    """" (line N: `code`)" for the last line of ``fn``'s own file that the error passed through."""
-    filename = getattr(getattr(fn, "__code__", None), "co_filename", None)
+    """" (line N: `code`)" for the last line of ``fn``'s own file that the error passed through
+    (for a class, the file of its methods)."""
+    functions = [fn] if not isinstance(fn, type) else [v for v in vars(fn).values() if callable(v)]
+    filename = next((f.__code__.co_filename for f in functions if hasattr(f, "__code__")), None)
     frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename == filename]
     if not frames:
         return ""

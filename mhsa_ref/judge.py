@@ -133,6 +133,10 @@ def _first_difference(ex: Exercise, case: Case, reference: Outcome, got: Outcome
     assert reference.outputs is not None, f"reference failed on case {case.name!r}"
     names = case.output_names or ex.outputs
     if len(got.outputs) != len(reference.outputs):
+        if case.output_names:  # a module: output, input gradient, one gradient per parameter
+            expected = ", ".join(n.removesuffix(".grad") for n in names[2:])
+            return Difference(f"your module has {len(got.outputs) - 2} parameter tensors; expected "
+                              f"{len(names) - 2} ({expected})")
         want = f"{len(names)} values ({', '.join(names)})" if len(names) > 1 else "one array"
         return Difference(f"returned {len(got.outputs)} value(s); expected {want}")
     for name, actual, expected in zip(names, got.outputs, reference.outputs):
@@ -246,7 +250,8 @@ def judge(
 
 def _feedback(ex: Exercise, case: Case, got: Outcome, diff: Difference, mid: str | None) -> str:
     first, _, arrays = diff.message.partition("\n")
-    lines = [f"On case {case.name!r}, {first.rstrip(' .')}."] + ([arrays] if arrays else [])
+    first = first.rstrip(" .")
+    lines = [f"On case {case.name!r}, {first}{'' if first[-1:] in '?!:' else '.'}"] + ([arrays] if arrays else [])
     mis = (ex.misconception(mid) or COMMON_MISCONCEPTIONS.get(mid)) if mid else None
     if mis is not None:
         lines.append(f"Likely mistake [{mis.id}]: {mis.message}")

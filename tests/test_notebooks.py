@@ -7,6 +7,7 @@ exercise functions it defines, which nbval cannot do (a failing `check` only pri
 
 from __future__ import annotations
 
+import re
 import contextlib
 import io
 
@@ -60,8 +61,8 @@ def test_each_exercise_is_defined_once_and_followed_by_its_check(name):
     nb = nbformat.read(ROOT / "solutions" / name, as_version=4)
     code = [c.source for c in nb.cells if c.cell_type == "code"]
     for ex in exercises.for_chapter(name[:2]):
-        defining = [i for i, s in enumerate(code) if f"@exercise\ndef {ex.name}(" in s]
-        assert len(defining) == 1, f"{ex.id}: expected one `@exercise def {ex.name}` cell"
+        defining = [i for i, s in enumerate(code) if re.search(rf"@exercise\n(def|class) {ex.name}\(", s)]
+        assert len(defining) == 1, f"{ex.id}: expected one `@exercise def/class {ex.name}` cell"
         assert f"check({ex.name})" in code[defining[0] + 1], f"{ex.id}: the next cell should check it"
 
 

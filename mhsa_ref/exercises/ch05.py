@@ -95,6 +95,21 @@ MULTI_HEAD_SELF_ATTENTION = Exercise(
              deferred(f"{MISTAKES}:MaskInvertedInAttentionOnly")),
         ),
         Misconception(
+            "mha-nan-fully-masked-rows",
+            "A query whose keys are all masked comes out as NaN: its scores are all -inf and the "
+            "softmax computes 0 / 0. Such a query attends to nothing: set its weights (or its "
+            "output rows) to 0, e.g. `out.masked_fill(~mask.any(-1, keepdim=True), 0.0)`.",
+            (deferred(f"{MISTAKES}:EmptyRowsNaN"),),
+        ),
+        Misconception(
+            "mha-masked-rows-uniform",
+            "A query whose keys are all masked gets uniform weights: with a large negative fill "
+            "(like -1e9) every blocked score is equal and the softmax spreads evenly. Such a "
+            "query attends to nothing: its attention output must be 0 "
+            "(`out.masked_fill(~mask.any(-1, keepdim=True), 0.0)`).",
+            (deferred(f"{MISTAKES}:EmptyRowsUniform"),),
+        ),
+        Misconception(
             "mha-mask-ignored",
             "Your output does not depend on the mask. Pass it to F.scaled_dot_product_attention "
             "as attn_mask (or mask the scores with -inf where it is False) before the softmax.",

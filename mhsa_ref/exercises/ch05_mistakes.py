@@ -55,6 +55,34 @@ class MaskInvertedInAttentionOnly(MultiHeadSelfAttention):
         return self.W_o(self._merge(heads))
 
 
+class EmptyRowsFilled(MultiHeadSelfAttention):
+    """The explicit path with ``fill`` for blocked scores and no fix for rows with no allowed key:
+    -inf gives NaN there, a large negative number gives uniform weights."""
+
+    fast = False
+    fill = float("-inf")
+
+    def _attend(self, q, k, v, mask, p):
+        scores = q @ k.transpose(-2, -1) / math.sqrt(self.d_head)
+        if mask is not None:
+            scores = scores.masked_fill(~mask, self.fill)
+        return torch.softmax(scores, dim=-1) @ v
+
+    def forward(self, x, mask=None):
+        B, L, _ = self._check_input(x)
+        mask = self._check_mask(mask, B, L, x.device)
+        q, k, v = self._project(x)
+        return self.W_o(self._merge(self._attend(q, k, v, mask, 0.0)))
+
+
+class EmptyRowsNaN(EmptyRowsFilled):
+    pass
+
+
+class EmptyRowsUniform(EmptyRowsFilled):
+    fill = -1e9
+
+
 class MaskIgnored(MultiHeadSelfAttention):
     def _check_mask(self, mask, B, L, device):
         super()._check_mask(mask, B, L, device)

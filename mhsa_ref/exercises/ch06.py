@@ -193,6 +193,12 @@ TRANSFORMER_BLOCK = Exercise(
              deferred(f"{MISTAKES}:NoResidual")),
         ),
         Misconception(
+            "block-mask-not-passed",
+            "Your block ignores the mask: pass it on to the attention sublayer, "
+            "self.attn(..., mask), in both the Pre-LN and the Post-LN branch.",
+            (deferred(f"{MISTAKES}:MaskNotPassed"),),
+        ),
+        Misconception(
             "block-relu-instead-of-gelu",
             "Your feed-forward network uses ReLU. This block uses GELU, as BERT and GPT do (and "
             "nn.TransformerEncoderLayer with activation=\"gelu\"): nn.Sequential(nn.Linear(d_model, "
