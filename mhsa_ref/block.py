@@ -21,10 +21,10 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from .norm import layer_norm  # noqa: F401  (the NumPy LayerNorm, for readers of this file)
+from .norm import layer_norm  # the NumPy LayerNorm, re-exported for readers of this file
 from .torch_mha import MultiHeadSelfAttention
 
-__all__ = ["TransformerBlock", "to_torch_encoder_layer"]
+__all__ = ["TransformerBlock", "to_torch_encoder_layer", "layer_norm"]
 
 
 class TransformerBlock(nn.Module):

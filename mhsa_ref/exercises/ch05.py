@@ -15,11 +15,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..invoke import module_output_names, run_converter, run_module
-from .spec import Case, Exercise, Misconception, deferred
+from ..invoke import run_converter, run_module
+from .spec import Case, Exercise, Misconception, deferred, module_case
 
 MISTAKES = "mhsa_ref.exercises.ch05_mistakes"
-ARG_NAMES = ("init_kwargs", "state_dict", "inputs", "grad_output")
 
 
 def _f32(a: np.ndarray) -> np.ndarray:
@@ -47,12 +46,7 @@ def _random_mask(rng: np.random.Generator, B: int, L: int) -> np.ndarray:
 def _mhsa_cases(rng: np.random.Generator) -> list[Case]:
     def case(name, d, h, B, L, mask=None, bias=True, dropout=0.0):
         init = {"d_model": d, "num_heads": h, "bias": bias, "dropout": dropout}
-        state = _mhsa_state(rng, d, bias)
-        x = _f32(rng.standard_normal((B, L, d)))
-        inputs = (x,) if mask is None else (x, mask)
-        grad = _f32(rng.standard_normal((B, L, d)))
-        return Case(name, (init, state, inputs, grad), arg_names=ARG_NAMES,
-                    output_names=module_output_names(state))
+        return module_case(name, rng, init, _mhsa_state(rng, d, bias), (B, L, d), mask)
 
     nothing = _causal(4)[None, None].repeat(2, axis=0)
     nothing[1, 0, 2] = False  # query 2 of the second sequence may attend to nothing
@@ -168,11 +162,7 @@ def _converter_cases(rng: np.random.Generator) -> list[Case]:
     def case(name, d, h, B, L, mask=None, bias=True):
         init = {"embed_dim": d, "num_heads": h, "bias": bias}
         ours = [f"W_{n}.{p}" for n in "qkvo" for p in (("weight", "bias") if bias else ("weight",))]
-        x = _f32(rng.standard_normal((B, L, d)))
-        inputs = (x,) if mask is None else (x, mask)
-        grad = _f32(rng.standard_normal((B, L, d)))
-        return Case(name, (init, _mha_state(rng, d, bias), inputs, grad), arg_names=ARG_NAMES,
-                    output_names=module_output_names(dict.fromkeys(ours)))
+        return module_case(name, rng, init, _mha_state(rng, d, bias), (B, L, d), mask, parameters=ours)
 
     h = int(rng.choice([2, 4]))
     return [

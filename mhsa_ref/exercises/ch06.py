@@ -14,8 +14,8 @@ from __future__ import annotations
 import numpy as np
 
 from .. import norm as ref
-from ..invoke import module_output_names, run_module
-from .spec import FLOAT32_OUTPUT, INPUT_MODIFIED, Case, Exercise, Misconception, Property, deferred
+from ..invoke import run_module
+from .spec import FLOAT32_OUTPUT, INPUT_MODIFIED, Case, Exercise, Misconception, Property, deferred, module_case
 
 MISTAKES = "mhsa_ref.exercises.ch06_mistakes"
 
@@ -137,12 +137,7 @@ def _block_state(rng: np.random.Generator, d: int, d_ff: int) -> dict:
 def _block_cases(rng: np.random.Generator) -> list[Case]:
     def case(name, d, h, d_ff, B, L, norm_first, mask=None):
         init = {"d_model": d, "num_heads": h, "d_ff": d_ff, "norm_first": norm_first}
-        state = _block_state(rng, d, d_ff)
-        x = rng.standard_normal((B, L, d)).astype(np.float32)
-        grad = rng.standard_normal((B, L, d)).astype(np.float32)
-        return Case(name, (init, state, (x,) if mask is None else (x, mask), grad),
-                    arg_names=("init_kwargs", "state_dict", "inputs", "grad_output"),
-                    output_names=module_output_names(state))
+        return module_case(name, rng, init, _block_state(rng, d, d_ff), (B, L, d), mask)
 
     causal = np.tril(np.ones((5, 5), dtype=bool))
     padding = (np.arange(6) < np.array([3, 6])[:, None])[:, None, None, :]

@@ -19,6 +19,8 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from ..invoke import module_output_names
+
 # A property looks at one case and the learner's outputs; it returns None when the property
 # holds, else a sentence for the learner.
 PropertyFn = Callable[["Case", tuple], "str | None"]
@@ -124,3 +126,17 @@ def deferred(path: str, *bound: Any) -> Callable[..., Any]:
     target.__name__ = target.__qualname__ = attr
     target.resolve = lambda: getattr(importlib.import_module(module_name), attr)  # type: ignore[attr-defined]
     return target
+
+
+def module_case(name: str, rng: np.random.Generator, init_kwargs: dict, state: dict,
+                x_shape: tuple[int, ...], mask: np.ndarray | None = None,
+                parameters: Sequence[str] | None = None) -> Case:
+    """A case of a module exercise: the harness's arguments (``mhsa_ref.invoke``), with a random
+    float32 input of ``x_shape``, the mask if there is one, and a random output gradient.
+    Outputs are named after ``parameters`` (by default the keys of ``state``)."""
+    x = rng.standard_normal(x_shape).astype(np.float32)
+    grad_output = rng.standard_normal(x_shape).astype(np.float32)
+    inputs = (x,) if mask is None else (x, mask)
+    return Case(name, (init_kwargs, state, inputs, grad_output),
+                arg_names=("init_kwargs", "state_dict", "inputs", "grad_output"),
+                output_names=module_output_names(parameters or state))
