@@ -40,11 +40,9 @@ def exercise(fn: Callable | None = None, *, id: str | None = None) -> Any:
         nonlocal noted
         if not noted:
             noted = True
-            print(
-                f"note: {ex.name} is not implemented yet ({ex.id}); the reference\n"
-                "      solution stands in for it so the chapter keeps running.",
-                file=sys.stdout,
-            )
+            print(textwrap.fill(
+                f"note: {ex.name} is not implemented yet ({ex.id}); the reference solution "
+                "stands in for it so the chapter keeps running.", 76, subsequent_indent="      "))
 
     if isinstance(fn, type):
         wrapper = _class_with_fallback(fn, ex, note)
