@@ -23,25 +23,6 @@ class MaskInverted(MultiHeadSelfAttention):
         return None if mask is None else ~mask
 
 
-class MaskInvertedNaN(MaskInverted):
-    """... and, with the explicit path, lets rows with no allowed key come out as NaN."""
-
-    fast = False
-
-    def _attend(self, q, k, v, mask, p):
-        scores = q @ k.transpose(-2, -1) / math.sqrt(self.d_head)
-        if mask is not None:
-            scores = scores.masked_fill(~mask, float("-inf"))
-        return torch.softmax(scores, dim=-1) @ v
-
-    def forward(self, x, mask=None):
-        if mask is None:
-            return super().forward(x)
-        mask = self._check_mask(mask, x.shape[0], x.shape[1], x.device)
-        q, k, v = self._project(x)
-        return self.W_o(self._merge(self._attend(q, k, v, mask, 0.0)))
-
-
 class MaskInvertedInAttentionOnly(MultiHeadSelfAttention):
     """Inverted where the scores are masked, but empty rows still found with the right mask."""
 
@@ -81,6 +62,10 @@ class EmptyRowsNaN(EmptyRowsFilled):
 
 class EmptyRowsUniform(EmptyRowsFilled):
     fill = -1e9
+
+
+class MaskInvertedNaN(MaskInverted, EmptyRowsNaN):
+    """Inverted, and with the explicit path rows with no allowed key come out as NaN."""
 
 
 class MaskIgnored(MultiHeadSelfAttention):
