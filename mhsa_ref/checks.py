@@ -7,7 +7,6 @@ only grading themselves), and hands the outcomes to the same judge the autograde
 from __future__ import annotations
 
 import functools
-import sys
 import textwrap
 from typing import Any, Callable
 
@@ -84,8 +83,10 @@ def _class_with_fallback(cls: type, ex: Exercise, note: Callable[[], None]) -> t
             return cls.forward(self, *args, **kwargs)
         except NotImplementedError:
             note()
-            init_args, init_kwargs = self.__dict__["_mhsa_init"]
-            reference = ex.reference(*init_args, **init_kwargs).to(next(self.parameters(), torch.empty(0)).device)
+            reference = self.__dict__.get("_mhsa_reference")
+            if reference is None:  # built once: only its code is used, with this module's weights
+                init_args, init_kwargs = self.__dict__["_mhsa_init"]
+                reference = self.__dict__["_mhsa_reference"] = ex.reference(*init_args, **init_kwargs)
             reference.train(self.training)
             state = {**dict(self.named_parameters()), **dict(self.named_buffers())}
             return torch.func.functional_call(reference, state, args, kwargs)

@@ -31,7 +31,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from mhsa_ref import exercises
-from mhsa_ref.checks import check, evaluate, format_verdict
+from mhsa_ref.checks import check, evaluate, exercise, format_verdict
 
 MHSA = "05.MultiHeadSelfAttention"
 CONVERT = "05.from_torch_mha"
@@ -639,3 +639,47 @@ def test_check_names_the_missing_output_projection(capsys):
     out = capsys.readouterr().out
     assert out.startswith(f"❌ {MHSA}: not yet right")
     assert "[mha-missing-output-projection]" in out
+
+
+# ============================================================================================
+# 5. An unfinished class falls back to the reference, so the chapter keeps running
+# ============================================================================================
+
+
+def test_unfinished_init_gives_a_reference_module(capsys):
+    @exercise
+    class MultiHeadSelfAttention(nn.Module):
+        def __init__(self, d_model, num_heads, bias=True, dropout=0.0):
+            super().__init__()
+            raise NotImplementedError("your code here")
+
+    m = MultiHeadSelfAttention(8, 2)
+    assert m(torch.randn(2, 3, 8)).shape == (2, 3, 8)
+    assert "not implemented yet" in capsys.readouterr().out
+    assert evaluate(MultiHeadSelfAttention, MHSA).status == "not_implemented"
+
+
+def test_unfinished_forward_runs_the_reference_on_the_learners_own_weights():
+    @exercise
+    class MultiHeadSelfAttention(nn.Module):
+        def __init__(self, d_model, num_heads, bias=True, dropout=0.0):
+            super().__init__()
+            self.W_q, self.W_k, self.W_v, self.W_o = (nn.Linear(d_model, d_model, bias=bias) for _ in range(4))
+
+        def forward(self, x, mask=None):
+            raise NotImplementedError("your code here")
+
+    torch.manual_seed(0)
+    m = MultiHeadSelfAttention(8, 2)
+    x = torch.randn(2, 3, 8)
+    expected = MhsaSDPA(8, 2)
+    expected.load_state_dict(m.state_dict())
+    for _ in range(2):  # the stand-in is built once and follows the learner's weights
+        torch.testing.assert_close(m(x), expected(x))
+        with torch.no_grad():
+            m.W_o.bias.add_(1.0)
+            expected.W_o.bias.add_(1.0)
+    m(x).sum().backward()
+    assert m.W_q.weight.grad is not None and m.W_q.weight.grad.abs().sum() > 0  # training updates it
+    assert len(list(m.parameters())) == 8  # the stand-in is not registered as a submodule
+    assert evaluate(MultiHeadSelfAttention, MHSA).status == "not_implemented"
