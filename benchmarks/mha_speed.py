@@ -3,7 +3,7 @@
 Times, side by side in one run (interleaved, median of N repeats, so a noisy shared machine
 affects every contender alike):
 
-    ours (fast)       mhsa_ref.torch_mha.MultiHeadSelfAttention, the F.scaled_dot_product_attention path
+    ours (fast)       chapter 05's MultiHeadSelfAttention (mhsa_ref/chapters/ch05), the F.scaled_dot_product_attention path
     ours (explicit)   the same module with ``fast = False`` (softmax(q k^T / sqrt(d_h)) v spelled out)
     nn.MHA            nn.MultiheadAttention(batch_first=True) with the same weights, need_weights=False
     nn.MHA weights    the same, with its default need_weights=True (it then returns averaged weights)
@@ -27,7 +27,7 @@ import torch
 import torch.nn.functional as F
 
 from mhsa_ref.device import device_name
-from mhsa_ref.torch_mha import MultiHeadSelfAttention, to_torch_mha
+from mhsa_ref.chapters.ch05.reference_torch import MultiHeadSelfAttention, to_torch_mha
 
 # (B, L, d_model, heads): a BERT-base layer at short and medium length, and a long sequence.
 CPU_SHAPES = [(16, 64, 256, 4), (8, 128, 256, 8), (4, 512, 512, 8), (1, 2048, 256, 4)]

@@ -1,18 +1,18 @@
 """mhsa_ref: reference code, exercise checks and tooling for "Multi-Head Self-Attention, Step by Step".
 
-The package, file by file:
-    attention.py        reference maths (NumPy): softmax, scaled dot-product attention
-    masks.py, heads.py  reference maths (NumPy) of chapters 03 and 04
-    torch_mha.py        chapter 05: MultiHeadSelfAttention (PyTorch), from_torch_mha
-    norm.py, block.py   chapter 06: layer_norm (NumPy), TransformerBlock (PyTorch)
-    invoke.py           calling learner code; the harnesses that run module exercises
-    validate.py         argument checks with errors that name the argument and its shape
-    exercises/          the exercise registry: one description per exercise (spec.py, chNN.py)
-    judge.py            outcomes of a learner's function -> one verdict, misconceptions named
-    checks.py           what notebooks use: @exercise and check(fn)
-    plotting.py         the book's figures (attention heatmaps)
-    device.py           picks cuda > mps > cpu
-    assign.py           solutions/ -> book/ generator (python -m mhsa_ref.assign)
+The package, by concept (each has one home):
+    chapters/chNN/  chapter NN: its reference code, its registry entries, its known mistakes
+    spec.py         what an exercise is: cases, properties, misconceptions, points
+    exercises.py    the registry: every chapter's exercises, by id or by name
+    judge.py        a learner's outcomes -> one verdict, the mistake named
+    checks.py       what notebooks use: @exercise and check(fn)
+    untrusted/      what runs beside learner code, in a notebook and in the grader's sandbox
+    grader/         mhsa-grade: discover, extract, run, grade, results, outputs, CLI
+    notebooks.py    the notebook contract: file names, tags, metadata, solution markers
+    assign.py       solutions/ -> book/ (python -m mhsa_ref.assign), and the generated contents
+    validate.py     argument checks that name the argument and its shape
+    device.py       cuda > mps > cpu, for the notebooks' setup cell
+    plotting.py     the book's attention heatmaps
 """
 
 from .checks import check, exercise

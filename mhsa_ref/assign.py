@@ -16,16 +16,13 @@ from __future__ import annotations
 
 import argparse
 import copy
-import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
-STUB = 'raise NotImplementedError("your code here")'
-SETUP_TAG = "setup"
-SOLUTION_ONLY_TAG = "solution-only"
-NOTEBOOK_NAME = re.compile(r"^(\d\d)_[a-z0-9_]+\.ipynb$")
+from .notebooks import BEGIN, END, METADATA_KEY, SETUP_TAG, SOLUTION_ONLY_TAG, STUB
+from .notebooks import NAME as NOTEBOOK_NAME
+from .notebooks import is_setup_cell, tags
 # MHSA_REF_SOURCE lets a test (or a course fork) install mhsa_ref from somewhere else.
 SETUP_TEMPLATE = '''\
 # Setup (generated from _config.yml by mhsa_ref.assign; do not edit).
@@ -101,14 +98,10 @@ def _strip(cell) -> None:
         cell.metadata.pop(key, None)
 
 
-def _tags(cell) -> list[str]:
-    return list(cell.metadata.get("tags", []))
-
-
 def tidy_solutions(nb, config: BookConfig, where: str):
     """The solutions notebook as it should be committed: setup cell current, no outputs."""
     nb = copy.deepcopy(nb)
-    setup = [c for c in nb.cells if c.cell_type == "code" and SETUP_TAG in _tags(c)]
+    setup = [c for c in nb.cells if is_setup_cell(c)]
     if len(setup) != 1:
         raise AssignError(f"{where}: needs exactly one code cell tagged {SETUP_TAG!r}, found {len(setup)}")
     setup[0].source = config.setup_source()
@@ -122,13 +115,13 @@ def tidy_solutions(nb, config: BookConfig, where: str):
 def learner_notebook(solutions_nb, chapter: str, source_name: str):
     """The learner's notebook: solutions stubbed, solution-only cells dropped, chapter stamped."""
     nb = copy.deepcopy(solutions_nb)
-    nb.cells = [c for c in nb.cells if SOLUTION_ONLY_TAG not in _tags(c)]
+    nb.cells = [c for c in nb.cells if SOLUTION_ONLY_TAG not in tags(c)]
     for index, cell in enumerate(nb.cells):
         if cell.cell_type == "code":
             cell.source = stub_solutions(cell.source, f"{source_name}, cell {index}")
         elif BEGIN in cell.source:
             raise AssignError(f"{source_name}, cell {index}: solution markers belong in code cells")
-    nb.metadata["mhsa_ref"] = {"chapter": chapter, "source": f"solutions/{source_name}"}
+    nb.metadata[METADATA_KEY] = {"chapter": chapter, "source": f"solutions/{source_name}"}
     return nb
 
 

@@ -11,8 +11,9 @@ import textwrap
 from typing import Any, Callable
 
 from . import exercises
-from .exercises.spec import Exercise
-from .judge import STATUS_WORDS, Verdict, call, judge
+from .judge import Verdict, call, judge
+from .spec import Exercise
+from .untrusted.outcome import ERROR, FAILED, NOT_IMPLEMENTED, OUT_OF_MEMORY, PASSED, WORDS
 
 # The seed of the public cases that `check` runs; the autograder draws its own.
 PUBLIC_SEED = 0
@@ -109,13 +110,10 @@ def evaluate(fn: Callable, exercise_id: str | None = None, seed: int = PUBLIC_SE
     cases = ex.cases(seed)
     outcomes = []
     for case in cases:
-        outcome = call(own, case, len(ex.outputs), ex.harness)
-        outcomes.append(outcome)
-        if outcome.not_implemented:
-            break  # no point running the rest
-    if outcomes[-1].not_implemented:
-        cases = cases[: len(outcomes)]
-    return judge(ex, cases, outcomes, seed=seed)
+        outcomes.append(call(own, case, len(ex.outputs), ex.harness))
+        if outcomes[-1].ending == NOT_IMPLEMENTED:
+            break  # no point running the rest: the verdict is "not implemented yet"
+    return judge(ex, cases[: len(outcomes)], outcomes, seed=seed)
 
 
 def check(fn: Callable, exercise_id: str | None = None) -> None:
@@ -124,14 +122,14 @@ def check(fn: Callable, exercise_id: str | None = None) -> None:
     print(format_verdict(verdict))
 
 
-_ICONS = {"passed": "✅", "failed": "❌", "error": "❌", "not_implemented": "⏳", "out_of_memory": "❌"}
+_ICONS = {PASSED: "✅", FAILED: "❌", ERROR: "❌", NOT_IMPLEMENTED: "⏳", OUT_OF_MEMORY: "❌"}
 
 
 def format_verdict(v: Verdict) -> str:
     """The verdict as a learner reads it: one headline, then what went wrong and why."""
-    head = STATUS_WORDS[v.status] + (f" ({v.n_cases} cases)" if v.passed else "")
+    head = WORDS[v.status] + (f" ({v.n_cases} cases)" if v.passed else "")
     lines = [f"{_ICONS[v.status]} {v.exercise}: {head}"]
-    if v.status != "passed":
+    if v.status != PASSED:
         for line in v.feedback.splitlines():
             if line.startswith(" "):  # an array printout: keep its layout
                 lines.append("   " + line)

@@ -6,6 +6,9 @@ import os
 import platform
 from typing import Any
 
+# Also the stand-in's: graded code may import these (mhsa_ref/untrusted/__init__.py).
+__all__ = ["pick_device", "device_name"]
+
 
 def pick_device() -> Any:
     """Return ``torch.device`` for cuda, else mps, else cpu; the string "cpu" without torch.

@@ -2,8 +2,8 @@
 
 The judge is pure and trusted. It never runs the learner's code: it receives ``Outcome``s
 (arrays returned, or the exception raised, and which inputs were changed in place) from
-whoever ran it, in-process for a notebook's ``check`` or in a sandbox for the autograder,
-and compares them with the reference in this order:
+whoever ran it, in-process for a notebook's ``check`` or in a sandbox for the autograder, one
+per case, and compares them with the reference in this order:
 
     raised? -> number of outputs -> type -> shape -> dtype -> finiteness -> values -> inputs intact
 
@@ -13,38 +13,24 @@ outcomes agree with a wrong implementation on every case, that mistake is named.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import NamedTuple
 
 import numpy as np
 
-from .exercises.spec import FLOAT32_OUTPUT, INPUT_MODIFIED, Case, Exercise
-from . import invoke
-from .invoke import describe
+from .spec import FLOAT32_OUTPUT, INPUT_MODIFIED, Case, Exercise
+from .untrusted import calls
+from .untrusted.calls import describe
+from .untrusted.outcome import FAILED, NOT_IMPLEMENTED, OUT_OF_MEMORY, PASSED, Outcome
 
-# A verdict's status, and the words the learner reads for it (in `check` and in feedback).
-STATUS_WORDS = {"passed": "passed", "failed": "not yet right", "error": "raised an error",
-                "not_implemented": "not implemented yet", "out_of_memory": "ran out of memory"}
-STATUSES = tuple(STATUS_WORDS)
 # Mistakes any NumPy exercise can make, named even where an exercise does not list them.
 COMMON_MISCONCEPTIONS = {m.id: m for m in (FLOAT32_OUTPUT, INPUT_MODIFIED)}
-
-
-@dataclass(frozen=True)
-class Outcome:
-    """What one call did. ``outputs`` is always a tuple (a bare array becomes a 1-tuple)."""
-
-    outputs: tuple | None = None
-    error: str | None = None  # "ValueError: shapes (3,5) and (3,) ..." when it raised
-    not_implemented: bool = False
-    modified: tuple[str, ...] = ()  # names of the arguments changed in place
-    out_of_memory: bool = False  # the call ran out of memory (its error says where)
 
 
 @dataclass
 class Verdict:
     exercise: str
-    status: str  # one of STATUSES
+    status: str  # passed, failed, or how a call ended: error, out_of_memory, not_implemented
     feedback: str
     misconception: str | None = None
     case: str | None = None  # the first case that went wrong
@@ -54,18 +40,16 @@ class Verdict:
 
     @property
     def passed(self) -> bool:
-        return self.status == "passed"
+        return self.status == PASSED
 
 
 def call(fn, case: Case, n_outputs: int = 1, harness=None) -> Outcome:
-    """Run ``fn`` on one case in this process and record what it did (trusted callers only:
-    the reference and the misconception variants, or a learner in their own notebook).
+    """Run ``fn`` on one case in this process and record what it did (the reference and the
+    misconception variants, or a learner in their own notebook: never a submission being graded).
     A module exercise passes its ``harness``, which builds the class and runs it on the case."""
     args = case.fresh_args()
-    kind, value = invoke.call(fn, args, n_outputs, harness)
-    if kind == "returned":
-        return Outcome(outputs=value, modified=modified_arguments(case, args))
-    return Outcome(not_implemented=kind == "not_implemented", error=value, out_of_memory=kind == "out_of_memory")
+    outcome = calls.call(fn, args, n_outputs, harness)
+    return replace(outcome, modified=modified_arguments(case, args)) if outcome.returned else outcome
 
 
 def modified_arguments(case: Case, after: tuple) -> tuple[str, ...]:
@@ -126,9 +110,9 @@ class Difference(NamedTuple):
 
 def _first_difference(ex: Exercise, case: Case, reference: Outcome, got: Outcome) -> Difference | None:
     """Compare one case: None when it matches, else the first thing that is wrong."""
-    if got.not_implemented:
+    if got.ending == NOT_IMPLEMENTED:
         return Difference("not implemented")
-    if got.error is not None:
+    if not got.returned:
         return Difference(f"raised {got.error}")
     assert reference.outputs is not None, f"reference failed on case {case.name!r}"
     names = case.output_names or ex.outputs
@@ -180,10 +164,10 @@ def _first_difference(ex: Exercise, case: Case, reference: Outcome, got: Outcome
 
 def _agrees(a: Outcome, b: Outcome, rtol: float, atol: float) -> bool:
     """Do two outcomes agree: both raised, or both returned the same arrays (NaN == NaN)?"""
-    if (a.error is None) != (b.error is None) or a.not_implemented or b.not_implemented:
+    if NOT_IMPLEMENTED in (a.ending, b.ending) or a.returned != b.returned:
         return False
-    if a.error is not None:  # both raised: agree when it is the same kind of exception
-        return a.error.split(":", 1)[0] == b.error.split(":", 1)[0]
+    if not a.returned:  # both raised: agree when it is the same kind of exception
+        return (a.error or "").split(":", 1)[0] == (b.error or "").split(":", 1)[0]
     if len(a.outputs) != len(b.outputs):
         return False
     for x, y in zip(a.outputs, b.outputs):
@@ -214,12 +198,15 @@ def judge(
     reference: list[Outcome] | None = None,
     seed: int | None = None,
 ) -> Verdict:
-    """One verdict for one exercise from the learner's outcomes on ``cases``."""
+    """One verdict for one exercise from the learner's outcomes, one per case of ``cases``."""
+    if not cases or len(outcomes) != len(cases):  # a caller's bug: never a pass by omission
+        raise ValueError(f"{ex.id}: the judge needs one outcome per case, got {len(outcomes)} "
+                         f"outcomes for {len(cases)} cases")
     if reference is None:
         reference = [call(ex.reference, case, len(ex.outputs), ex.harness) for case in cases]
-    verdict = Verdict(ex.id, "passed", "", n_cases=len(cases), seed=seed)
-    if any(o.not_implemented for o in outcomes):
-        verdict.status = "not_implemented"
+    verdict = Verdict(ex.id, PASSED, "", n_cases=len(cases), seed=seed)
+    if any(o.ending == NOT_IMPLEMENTED for o in outcomes):
+        verdict.status = NOT_IMPLEMENTED
         verdict.feedback = (
             f"{ex.name} is not implemented yet: replace `raise NotImplementedError` with your code."
         )
@@ -236,13 +223,13 @@ def judge(
 
     case, got, diff = failures[0]
     verdict.case = case.name
-    verdict.status = "out_of_memory" if got.out_of_memory else "error" if got.error is not None else "failed"
+    verdict.status = FAILED if got.returned else got.ending  # error or out_of_memory
     verdict.details = [f"case {c.name!r}: {d.message}" for c, _, d in failures]
     mid = diff.misconception
     if mid is None:
         mid = diagnose(ex, cases, outcomes)
-    if mid is not None and not got.out_of_memory:
-        verdict.status = "failed"
+    if mid is not None and got.ending != OUT_OF_MEMORY:
+        verdict.status = FAILED
         verdict.misconception = mid
     verdict.feedback = _feedback(ex, case, got, diff, mid)
     return verdict

@@ -24,14 +24,14 @@ import numpy as np
 import pytest
 
 from mhsa_ref import exercises
-from mhsa_ref.exercises.spec import Case, Exercise, Misconception
+from mhsa_ref.spec import Case, Exercise, Misconception
 from mhsa_ref.grader import discover
 from mhsa_ref.grader.batch import grade_batch
 from mhsa_ref.grader.extract import extract, forbidden_uses
 from mhsa_ref.grader.grade import grade_notebook
-from mhsa_ref.grader.report import gradescope_json
+from mhsa_ref.grader.outputs.gradescope import gradescope_json
 from mhsa_ref.grader.run import Limits
-from mhsa_ref.invoke import run_module
+from mhsa_ref.untrusted.harness import Harness
 
 from .conftest import ROOT
 
@@ -141,7 +141,7 @@ def test_static_forbidden_names_resolve_through_aliases_and_helpers():
         def b(Q, K, V):
             return F.scaled_dot_product_attention(Q, K, V)
         def c(x):
-            return mhsa_ref.attention.softmax(x)
+            return mhsa_ref.chapters.ch01.reference.softmax(x)
         def d(x):
             return eval("x")
         def e(x):
@@ -150,7 +150,7 @@ def test_static_forbidden_names_resolve_through_aliases_and_helpers():
     assert forbidden_uses(code, "a", ("scipy.special.softmax",)) == ["scipy.special.softmax"]
     assert forbidden_uses(code, "b", ("torch.nn.functional.scaled_dot_product_attention",)) == [
         "torch.nn.functional.scaled_dot_product_attention"]
-    assert forbidden_uses(code, "c", ("mhsa_ref",)) == ["mhsa_ref.attention.softmax"]
+    assert forbidden_uses(code, "c", ("mhsa_ref",)) == ["mhsa_ref.chapters.ch01.reference.softmax"]
     assert forbidden_uses(code, "d", ()) == ["eval"]
     assert forbidden_uses(code, "e", ("mhsa_ref",)) == []  # the stand-in's own names are fine
 
@@ -427,7 +427,7 @@ def module_exercise(monkeypatch):
     ex = Exercise(
         id="99.Scale", name="Scale", signature="class Scale(nn.Module)", points=1.0, reference=_scale_module(),
         make_cases=_scale_cases, outputs=("output", "grad_x", "grad_bias", "grad_weight"), dtype="float32",
-        rtol=1e-5, atol=1e-6, harness=run_module,
+        rtol=1e-5, atol=1e-6, harness=Harness("run_module"),
         misconceptions=(Misconception("scale-bias-twice", "You add the bias twice: add it once, after scaling.",
                                       ()),),
     )
@@ -594,10 +594,11 @@ def test_gradescope_bundle_grades_a_simulated_autograder_tree(tmp_path):
             assert [t["max_score"] for t in doc["tests"]] == [2.0, 3.0]
 
 
-def test_gradescope_bundle_refuses_a_chapter_without_exercises(tmp_path):
+def test_gradescope_bundle_refuses_a_chapter_that_does_not_exist(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "mhsa_ref.grader.cli", "gradescope-bundle", "42", "-o",
                            str(tmp_path / "a.zip")], capture_output=True, text=True)
-    assert proc.returncode == 2 and "has no exercises" in proc.stderr
+    assert proc.returncode == 2 and "there is no chapter '42'; the chapters are 01," in proc.stderr
+    assert not (tmp_path / "a.zip").exists()
 
 
 def test_cli_writes_json_to_stdout_and_reports_isolation(tmp_path):

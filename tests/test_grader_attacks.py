@@ -33,6 +33,8 @@ import csv
 import hashlib
 import io
 import json
+import multiprocessing
+import multiprocessing.forkserver
 import os
 import secrets
 import shutil
@@ -551,36 +553,36 @@ def scaled_dot_product_attention(Q, K, V, mask=None):
     attacker("import_reference_in_function", '''
 @exercise
 def scaled_dot_product_attention(Q, K, V, mask=None):
-    from mhsa_ref.attention import scaled_dot_product_attention as reference
+    from mhsa_ref.chapters.ch01.reference import scaled_dot_product_attention as reference
     return reference(Q, K, V, mask)
-''', {"forbidden"}, what="B8 `from mhsa_ref.attention import ...` inside the function"),
+''', {"forbidden"}, what="B8 `from mhsa_ref.chapters.ch01.reference import ...` inside the function"),
     attacker("import_reference_top_level", '''
-from mhsa_ref.attention import scaled_dot_product_attention as _reference
+from mhsa_ref.chapters.ch01.reference import scaled_dot_product_attention as _reference
 
 @exercise
 def scaled_dot_product_attention(Q, K, V, mask=None):
     return _reference(Q, K, V, mask)
-''', {"forbidden"}, what="B8 `from mhsa_ref.attention import ...` at top level"),
+''', {"forbidden"}, what="B8 `from mhsa_ref.chapters.ch01.reference import ...` at top level"),
     attacker("import_reference_module_attribute", '''
 import mhsa_ref
 
 @exercise
 def scaled_dot_product_attention(Q, K, V, mask=None):
-    return mhsa_ref.attention.scaled_dot_product_attention(Q, K, V, mask)
-''', {"forbidden"}, what="B8 `import mhsa_ref; mhsa_ref.attention....`"),
+    return mhsa_ref.chapters.ch01.reference.scaled_dot_product_attention(Q, K, V, mask)
+''', {"forbidden"}, what="B8 `import mhsa_ref; mhsa_ref.chapters.ch01.reference....`"),
     attacker("import_reference_importlib", '''
 import importlib
 
 @exercise
 def scaled_dot_product_attention(Q, K, V, mask=None):
-    return importlib.import_module("mhsa_ref.attention").scaled_dot_product_attention(Q, K, V, mask)
-''', {"forbidden"}, what="B8 importlib.import_module('mhsa_ref.attention')"),
+    return importlib.import_module("mhsa_ref.chapters.ch01.reference").scaled_dot_product_attention(Q, K, V, mask)
+''', {"forbidden"}, what="B8 importlib.import_module('mhsa_ref.chapters.ch01.reference')"),
     attacker("import_reference_dunder_import", '''
 @exercise
 def scaled_dot_product_attention(Q, K, V, mask=None):
-    module = __import__("mhsa_ref.attention", fromlist=["scaled_dot_product_attention"])
+    module = __import__("mhsa_ref.chapters.ch01.reference", fromlist=["scaled_dot_product_attention"])
     return module.scaled_dot_product_attention(Q, K, V, mask)
-''', {"forbidden"}, what="B8 __import__('mhsa_ref.attention')"),
+''', {"forbidden"}, what="B8 __import__('mhsa_ref.chapters.ch01.reference')"),
     attacker("import_reference_obfuscated", '''
 import importlib, sys
 
@@ -690,7 +692,7 @@ def scaled_dot_product_attention(Q, K, V, mask=None):
     namespace = {}
     getattr(__builtins__ if isinstance(__builtins__, dict) else vars(__builtins__), "get")("exec")(source, namespace)
     return namespace["scaled_dot_product_attention"](Q, K, V, mask)
-''', {"forbidden", "error"}, what="B7 inspect.getsource of mhsa_ref.attention"),
+''', {"forbidden", "error"}, what="B7 inspect.getsource of mhsa_ref.chapters.ch01.reference"),
     attacker("read_other_students", '''
 import builtins, glob, json
 
@@ -1125,8 +1127,12 @@ def batch() -> Batch:
     honest_hashes = {n: hashlib.sha256((subs / f"{n}.ipynb").read_bytes()).hexdigest() for n in HONEST}
 
     # The honest students alone, for comparison.
-    solo = {n: _comparable(grade_notebook(subs / f"{n}.ipynb", n, SEED, LIMITS).as_dict()) for n in HONEST}
+    solo = {n: _comparable(grade_notebook(subs / f"{n}.ipynb", n, SEED, LIMITS).to_json()) for n in HONEST}
 
+    # The batch's worker pool starts from this process's forkserver, which lives as long as
+    # pytest and keeps its socket folder (pymp-*) until then: start it before TMPDIR points at
+    # the folder whose leftovers are checked, whichever test ran first.
+    multiprocessing.forkserver.ensure_running()
     procs_before = set(_suspects())
     tree_before = _tree(base, skip=(out, grader_tmp))
     shared_before = _top_level(SHARED_DIRS)

@@ -1,28 +1,27 @@
 """Batches: grade many notebooks in parallel, survive anything, resume after being killed.
 
-Each submission's result is written atomically to ``<out>/results/<key>.json`` the moment it is
-known; the reports are then rebuilt from those files. A killed batch (even ``kill -9``) therefore
-loses at most the submissions that were in flight, and ``--resume`` grades exactly those: a result
-counts as done only for the same file contents, seed and chapter override.
+Each submission's result goes to the store (``store.py``) the moment it is known, and the
+reports are then written from the results (``outputs/``). A killed batch (even ``kill -9``)
+therefore loses at most the submissions that were in flight, and ``--resume`` grades exactly
+those: a result counts as done only for the same file contents, seed and chapter override.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import multiprocessing
 import os
 import secrets
 import sys
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
-from dataclasses import asdict
 from pathlib import Path
 
 from . import discover
-from .grade import ExerciseResult, SubmissionResult, grade_notebook
-from .report import write_all, write_atomically
+from .grade import grade_notebook
+from .outputs import write_all
+from .results import SubmissionResult
 from .run import Limits
+from .store import Store, fingerprint
 
 
 _CONTEXT = multiprocessing.get_context("forkserver")
@@ -32,41 +31,24 @@ def grade_batch(paths: list[str | Path], out: Path, jobs: int = 1, seed: int | N
                 limits: Limits = Limits(), resume: bool = False, chapter: str | None = None,
                 progress: bool = True) -> dict:
     out = Path(out)
-    # Grades are private, and where the sandbox cannot hide the host's files (no namespaces)
-    # its unprivileged user must not read other students' results either.
-    out.mkdir(parents=True, exist_ok=True)
-    out.chmod(0o700)
-    results_dir = out / "results"
-    state_file = out / "run.json"
-    if resume and state_file.exists():
-        state = json.loads(state_file.read_text())
-        if seed is not None and seed != state["seed"]:
-            raise ValueError(f"--resume: this batch was graded with seed {state['seed']}, not {seed}")
-        seed = state["seed"]
-    else:
-        if results_dir.exists():  # a fresh batch never mixes with an old one's results
-            for old in results_dir.glob("*.json"):
-                old.unlink()
-        seed = secrets.randbelow(2**31) if seed is None else seed
-        write_atomically(state_file, json.dumps({"seed": seed, "chapter": chapter}))
+    store = Store(out)
+    seed = store.start(seed, chapter, resume, new_seed=lambda: secrets.randbelow(2**31))
     submissions = discover.find(paths)
     todo, done = [], {}
     for sub in submissions:
-        fingerprint = _fingerprint(sub.path, seed, chapter)
-        file = results_dir / f"{hashlib.sha256(sub.key.encode()).hexdigest()[:24]}.json"
-        if resume and file.exists():
-            saved = json.loads(file.read_text())
-            if saved.get("fingerprint") == fingerprint:
-                done[sub.key] = _load(saved["result"])
-                continue
-        todo.append((sub, file, fingerprint))
-    for key, result in _run(todo, seed, limits, chapter, jobs, progress):
+        fingerprint_ = fingerprint(sub.path, seed, chapter)
+        saved = store.load(sub.key, fingerprint_) if resume else None
+        if saved is not None:
+            done[sub.key] = saved
+        else:
+            todo.append((sub, fingerprint_))
+    for key, result in _run(todo, store, seed, limits, chapter, jobs, progress):
         done[key] = result
     results = [done[s.key] for s in submissions if s.key in done]
     return write_all(results, seed, out)
 
 
-def _run(todo, seed, limits, chapter, jobs, progress):
+def _run(todo, store, seed, limits, chapter, jobs, progress):
     bar = _progress(len(todo), progress)
     attempts: dict[str, int] = {}
     while todo:
@@ -76,8 +58,8 @@ def _run(todo, seed, limits, chapter, jobs, progress):
             # copy of it hangs in its first matrix product. Forkserver workers start clean.
             with ProcessPoolExecutor(max_workers=max(1, jobs), mp_context=_CONTEXT) as pool:
                 for item in todo:
-                    sub, file, fingerprint = item
-                    pending[pool.submit(_grade_one, sub, file, fingerprint, seed, limits, chapter)] = item
+                    sub, fingerprint_ = item
+                    pending[pool.submit(_grade_one, sub, store, fingerprint_, seed, limits, chapter)] = item
                 for future in as_completed(pending):
                     sub = pending[future][0]
                     yield sub.key, future.result()
@@ -89,42 +71,28 @@ def _run(todo, seed, limits, chapter, jobs, progress):
             unfinished = [item for f, item in pending.items() if not f.done() or f.exception()]
             todo = []
             for item in unfinished:
-                sub, file, fingerprint = item
+                sub, fingerprint_ = item
                 attempts[sub.key] = attempts.get(sub.key, 0) + 1
                 if attempts[sub.key] < 2:
                     todo.append(item)
                 else:
                     result = SubmissionResult(str(sub.path), sub.student, None, 0.0, 0.0, seed=seed,
                                               error="the grader itself failed on this notebook")
-                    _save(file, fingerprint, result)
+                    store.save(sub.key, fingerprint_, result)
                     bar.update(1)
                     yield sub.key, result
     bar.close()
 
 
-def _grade_one(sub: discover.Submission, file: Path, fingerprint: str, seed: int, limits: Limits,
+def _grade_one(sub: discover.Submission, store: Store, fingerprint_: str, seed: int, limits: Limits,
                chapter: str | None) -> SubmissionResult:
     try:
         result = grade_notebook(sub.path, sub.student, seed, limits, chapter)
     except Exception as exc:  # a grader bug must cost one result, not the batch
         result = SubmissionResult(str(sub.path), sub.student, None, 0.0, 0.0, seed=seed,
                                   error=f"the grader failed on this notebook: {type(exc).__name__}: {exc}")
-    _save(file, fingerprint, result)
+    store.save(sub.key, fingerprint_, result)
     return result
-
-
-def _save(file: Path, fingerprint: str, result: SubmissionResult) -> None:
-    write_atomically(file, json.dumps({"fingerprint": fingerprint, "result": asdict(result)}))
-
-
-def _load(d: dict) -> SubmissionResult:
-    exercises = [ExerciseResult(**e) for e in d.pop("exercises")]
-    return SubmissionResult(**d, exercises=exercises)
-
-
-def _fingerprint(path: Path, seed: int, chapter: str | None) -> str:
-    digest = hashlib.sha256(path.read_bytes()).hexdigest()
-    return f"{digest}:{seed}:{chapter}"
 
 
 class _NoBar:

@@ -38,7 +38,14 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.jobs < 1 or args.timeout <= 0 or args.memory < 64:
         parser.error("--jobs must be >= 1, --timeout > 0 and --memory >= 64")
+    from .. import chapters
     from .batch import grade_batch
+
+    if args.chapter is not None:
+        try:
+            args.chapter = chapters.normalize(args.chapter)
+        except ValueError as exc:
+            parser.error(f"--chapter: {exc}")
 
     try:
         doc = grade_batch(args.paths, args.out, jobs=args.jobs, seed=args.seed, resume=args.resume,
@@ -61,7 +68,7 @@ def main(argv: list[str] | None = None) -> int:
 def _bundle(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="mhsa-grade gradescope-bundle",
                                      description="Write a Gradescope autograder zip for one chapter.")
-    parser.add_argument("chapter", help="chapter number, e.g. 01")
+    parser.add_argument("chapter", help="chapter number, e.g. 01 (or 1)")
     parser.add_argument("-o", "--output", type=Path, default=Path("autograder.zip"))
     args = parser.parse_args(argv)
     from .gradescope import write_bundle

@@ -8,13 +8,11 @@ layout; else the student's own folder inside a folder of submissions; else the f
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-CHAPTER_IN_NAME = re.compile(r"(?<!\d)(\d\d)_[A-Za-z]")
-COPY_PREFIX = re.compile(r"^(copy of |copie de |kopie von )", re.IGNORECASE)
+from ..notebooks import COPY_PREFIX, chapter_in_metadata, chapter_in_name
 
 
 @dataclass(frozen=True)
@@ -60,11 +58,10 @@ def student_of(path: Path, root: Path) -> str:
 
 
 def chapter_of(nb: Any, path: Path, known: set[str], fallback: str | None = None) -> str | None:
-    meta = nb.metadata.get("mhsa_ref", {}) if hasattr(nb, "metadata") else {}
-    chapter = str(meta.get("chapter", "")) if isinstance(meta, dict) else ""
+    chapter = chapter_in_metadata(nb)
     if chapter in known:
         return chapter
-    match = CHAPTER_IN_NAME.search(COPY_PREFIX.sub("", path.name))
-    if match and match.group(1) in known:
-        return match.group(1)
+    named = chapter_in_name(path.name)
+    if named in known:
+        return named
     return fallback if fallback in known else None

@@ -9,15 +9,17 @@ reported, so the grader runs what the exercises need and the learner can see wha
 from __future__ import annotations
 
 import ast
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import nbformat
 
-# Names a graded notebook may import from mhsa_ref: the stand-in in the sandbox provides them.
-STANDIN_NAMES = {"mhsa_ref": {"exercise", "check"}, "mhsa_ref.device": {"pick_device"}}
+from ..notebooks import is_setup_cell
+from ..untrusted import standin_names
+
+# Names a graded notebook may import from mhsa_ref: exactly what the sandbox's stand-in exports.
+STANDIN_NAMES = standin_names()
 DYNAMIC_CODE = {"eval", "exec", "compile", "__import__", "importlib.import_module", "importlib.__import__"}
 MAX_NOTEBOOK_BYTES = 50 << 20
 
@@ -46,7 +48,7 @@ def extract(nb: Any) -> Extracted:
     defined: set[str] = set()  # functions and classes kept so far
     lost: set[str] = set()  # names only a dropped statement would have bound
     for number, cell in enumerate(nb.cells, start=1):
-        if cell.cell_type != "code" or "setup" in cell.metadata.get("tags", []):
+        if cell.cell_type != "code" or is_setup_cell(cell):
             continue
         source = _without_ipython(cell.source)
         if source is None:
@@ -117,23 +119,34 @@ def _is_mhsa_ref(node: ast.stmt) -> bool:
 
 
 def _without_ipython(source: str) -> str | None:
-    """The cell without IPython syntax (None for a cell magic); line numbers are kept."""
+    """The cell as Python (None for a cell magic), line numbers kept.
+
+    IPython's own input transformer reads the cell as Jupyter does: magics, shell lines and help
+    (``x?``) become calls of ``get_ipython()``, which the extractor then drops; everything else,
+    comments and strings included, is left exactly as written.
+    """
     if source.lstrip().startswith("%%"):
         return None
-    lines = []
-    for line in source.splitlines():
-        stripped = line.strip()
-        if stripped.startswith(("%", "!")) or re.match(r"^\w+\s*=\s*[!%]", stripped) or (
-            stripped.endswith("?") and not stripped.startswith("#")
-        ):
-            line = ""  # keep the numbering so messages point at the learner's lines
-        lines.append(line)
-    return "\n".join(lines)
+    if not any(c in source for c in "%!?"):
+        return source  # nothing IPython would change (and importing IPython costs time)
+    from IPython.core.inputtransformer2 import TransformerManager
+
+    try:
+        return TransformerManager().transform_cell(source)
+    except Exception:  # IPython could not read it either: the parser will say why
+        return source
+
+
+def _uses_ipython(node: ast.stmt) -> bool:
+    """Does the statement call IPython (a magic, a shell line or help, transformed)?"""
+    return any(isinstance(n, ast.Name) and n.id == "get_ipython" for n in ast.walk(node))
 
 
 def _why_dropped(node: ast.stmt, defined: set[str], lost: set[str]) -> str | None:
     if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
         return None
+    if _uses_ipython(node):
+        return "IPython syntax (a magic such as `%timeit`, a shell line `!...` or help `x?`)"
     if isinstance(node, ast.Import):
         bad = [a.name for a in node.names if a.name.split(".")[0] == "mhsa_ref" and a.name not in STANDIN_NAMES]
         return f"`import {bad[0]}` (not available while grading)" if bad else None
@@ -142,7 +155,8 @@ def _why_dropped(node: ast.stmt, defined: set[str], lost: set[str]) -> str | Non
         if (node.module or "").split(".")[0] == "mhsa_ref" and (
             allowed is None or any(a.name not in allowed for a in node.names)
         ):
-            return f"`from {node.module} import ...` (only exercise, check and device are available)"
+            available = ", ".join(f"{m}: {', '.join(sorted(n))}" for m, n in sorted(STANDIN_NAMES.items()))
+            return f"`from {node.module} import ...` (while grading, mhsa_ref has only {available})"
         return None
     if isinstance(node, (ast.Assign, ast.AnnAssign)):
         if node.value is None:

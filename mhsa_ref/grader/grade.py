@@ -8,50 +8,15 @@ from __future__ import annotations
 
 import re
 import time
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from .. import exercises
-from ..judge import STATUS_WORDS as VERDICT_WORDS
 from ..judge import judge
+from ..untrusted.outcome import ERROR, FORBIDDEN, MISSING, NOT_IMPLEMENTED, PASSED, TIMEOUT
 from . import discover
 from .extract import calls_function, extract, forbidden_uses, read_notebook
+from .results import ExerciseResult, SubmissionResult
 from .run import Limits, run_submission
-
-# The judge's statuses, plus what only a sandboxed run can end in.
-STATUS_WORDS = {**VERDICT_WORDS, "timeout": "timed out", "missing": "missing",
-                "forbidden": "uses a forbidden shortcut"}
-STATUSES = tuple(STATUS_WORDS)
-
-
-@dataclass
-class ExerciseResult:
-    id: str
-    score: float
-    max_score: float
-    status: str  # one of STATUSES
-    misconception: str | None = None
-    feedback: str = ""
-
-
-@dataclass
-class SubmissionResult:
-    path: str
-    student: str
-    chapter: str | None
-    score: float
-    max_score: float
-    exercises: list[ExerciseResult] = field(default_factory=list)
-    seed: int | None = None
-    isolation: str = "unknown"
-    dropped: list[str] = field(default_factory=list)  # what extraction left out
-    load_problems: list[str] = field(default_factory=list)  # kept statements that failed to run
-    error: str | None = None  # the notebook could not be graded at all
-    seconds: float = 0.0
-    start_seconds: float = 0.0
-
-    def as_dict(self) -> dict:
-        return asdict(self)
 
 
 def grade_notebook(path: Path, student: str, seed: int, limits: Limits = Limits(),
@@ -93,29 +58,28 @@ def grade_notebook(path: Path, student: str, seed: int, limits: Limits = Limits(
 
 def _verdict(ex, cases, run, extracted, seed) -> ExerciseResult:
     def result(status: str, feedback: str, misconception: str | None = None) -> ExerciseResult:
-        score = ex.points if status == "passed" else 0.0
+        score = ex.points if status == PASSED else 0.0
         return ExerciseResult(ex.id, score, ex.points, status, misconception, feedback)
 
     defined = ex.name in extracted.defined
     static = forbidden_uses(extracted.dropped_imports + extracted.code, ex.name, ex.forbidden) if defined else []
     calls = sorted(set(static) | set(run.forbidden_calls))
     if calls:
-        return result("forbidden", f"{ex.name} uses {', '.join(f'`{c}`' for c in calls)}, which this "
-                                   "exercise asks you to write yourself (or which runs code the grader "
-                                   "cannot check). Use only NumPy/PyTorch building blocks.")
-    if run.state == "missing" or not defined:
+        return result(FORBIDDEN, f"{ex.name} uses {', '.join(f'`{c}`' for c in calls)}, which this "
+                                 "exercise asks you to write yourself (or which runs code the grader "
+                                 "cannot check). Use only NumPy/PyTorch building blocks.")
+    if run.status == MISSING or not defined:
         broken = [n for n, src in extracted.sources.items()
                   if n in extracted.syntax_errors and re.search(rf"\b(def|class)\s+{ex.name}\b", src)]
         if broken:
-            return result("error", f"The cell that defines {ex.name} (cell {broken[0]}) is not valid Python: "
-                                   f"{extracted.syntax_errors[broken[0]]}.")
-        return result("missing", f"No function or class named `{ex.name}` was found in the notebook. "
-                                 f"Keep the name and signature `{ex.signature}`.")
-    if run.state == "timeout":
-        return result("timeout", f"{ex.name} {run.message}; look for a loop that never ends or work "
-                                 "that grows much faster than the input.")
-    if run.state in ("crashed", "rejected"):
-        return result("error", f"{ex.name} could not be graded: {run.message}.")
+            return result(ERROR, f"The cell that defines {ex.name} (cell {broken[0]}) is not valid Python: "
+                                 f"{extracted.syntax_errors[broken[0]]}.")
+        return result(MISSING, f"No function or class named `{ex.name}` was found in the notebook. "
+                               f"Keep the name and signature `{ex.signature}`.")
+    if run.status is not None:  # timeout, or error: the sandbox says what happened
+        hint = ("; look for a loop that never ends or work that grows much faster than the input"
+                if run.status == TIMEOUT else "")
+        return result(run.status, f"{ex.name} {run.message}{hint}.")
     verdict = judge(ex, cases, run.outcomes, seed=seed)
     return result(verdict.status, verdict.feedback, verdict.misconception)
 
@@ -124,12 +88,12 @@ def _attribute(results: list[ExerciseResult], chapter_exercises, code: str) -> N
     """Prefix "fails because your softmax fails" where a failing exercise calls a failing one."""
     by_id = {r.id: r for r in results}
     for ex, res in zip(chapter_exercises, results):
-        if res.status in ("passed", "missing", "forbidden", "not_implemented"):
+        if res.status in (PASSED, MISSING, FORBIDDEN, NOT_IMPLEMENTED):
             continue
         for dep_id in ex.uses:
             dep = by_id.get(dep_id)
             dep_ex = exercises.REGISTRY[dep_id]
-            if dep is not None and dep.status != "passed" and calls_function(code, ex.name, dep_ex.name):
+            if dep is not None and dep.status != PASSED and calls_function(code, ex.name, dep_ex.name):
                 why = f"your {dep_ex.name} fails ({dep.status.replace('_', ' ')}, see {dep_id})"
                 if res.misconception:  # its own mistake may be real, or a symptom: say both
                     res.feedback += f"\nNote: {why}, and this function calls it: fix {dep_ex.name} first."

@@ -14,7 +14,7 @@ import sys
 import zipfile
 from pathlib import Path
 
-from .. import exercises
+from .. import chapters, exercises
 
 PACKAGE = Path(__file__).resolve().parent.parent
 
@@ -69,13 +69,11 @@ include = ["mhsa_ref*"]
 
 
 def write_bundle(chapter: str, output: Path, timeout: float = 10.0, memory: int = 512) -> None:
-    chapter = f"{int(chapter):02d}" if str(chapter).isdigit() else str(chapter)
-    chapter_exercises = exercises.for_chapter(chapter)
-    if not chapter_exercises:
-        known = sorted({ex.chapter for ex in exercises.REGISTRY.values()})
-        raise ValueError(f"chapter {chapter!r} has no exercises; chapters with exercises: {', '.join(known)}")
-    # PyTorch is needed when a chapter grades modules; NumPy chapters stay small and fast to build.
-    needs_torch = any(ex.harness is not None for ex in chapter_exercises)
+    chapter = chapters.normalize(chapter)
+    if not exercises.for_chapter(chapter):
+        raise ValueError(f"chapter {chapter} has no exercises")
+    # PyTorch only for the chapters that need it: NumPy chapters stay small and fast to build.
+    needs_torch = "torch" in chapters.get(chapter).requires
     output.parent.mkdir(parents=True, exist_ok=True)
     with zipfile.ZipFile(output, "w", zipfile.ZIP_DEFLATED) as zf:
         _add(zf, "setup.sh", SETUP.format(torch=TORCH if needs_torch else ""), executable=True)

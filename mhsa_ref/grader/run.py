@@ -1,6 +1,6 @@
 """Run a submission's extracted code in the sandbox, one fresh process per submission.
 
-The parent side of ``sandbox/``. Each sandbox is a fork of a per-worker zygote that imported
+The parent side of the sandbox (``mhsa_ref/untrusted``: ``boot``, ``runner``, ``protocol``). Each sandbox is a fork of a per-worker zygote that imported
 NumPy (and PyTorch when needed) once. This side writes the plan (code, cases as .npy), reads
 outcome frames against a wall-clock deadline per exercise, kills the sandbox's whole process
 group when one passes, and starts a fresh sandbox for the exercises after it, so that a hang
@@ -22,13 +22,14 @@ import sys
 import tempfile
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
-from ..exercises import Exercise
-from ..judge import Outcome, modified_arguments
-from .sandbox import protocol
+from ..judge import modified_arguments
+from ..spec import Exercise
+from ..untrusted import protocol
+from ..untrusted.outcome import ERROR, MISSING, TIMEOUT, Outcome
 
-BOOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "sandbox", "boot.py")
+BOOT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "untrusted", "boot.py")
 RESULT_BYTES = 256 << 20  # all arrays a submission may send back, together
 
 
@@ -43,12 +44,15 @@ class Limits:
 
 @dataclass
 class ExerciseRun:
-    """What happened to one exercise: ``state`` is ran, missing, timeout, crashed or rejected."""
+    """What happened to one exercise in the sandbox. ``status`` is None once it ran (one outcome
+    per case, for the judge), else the grade's status: missing, timeout, or error (the process
+    crashed, or sent what the grader cannot trust), with ``message`` saying what happened."""
 
-    state: str = "pending"
+    status: str | None = None
     outcomes: list[Outcome] = field(default_factory=list)
     forbidden_calls: list[str] = field(default_factory=list)
     message: str = ""
+    finished: bool = False
 
 
 @dataclass
@@ -67,7 +71,7 @@ def run_submission(code: str, filename: str, exercises: list[Exercise], cases: l
     t0 = time.perf_counter()
     blobs: list[bytes] = []
     specs = [
-        {"name": ex.name, "harness": ex.harness and ex.harness.__name__, "n_outputs": len(ex.outputs),
+        {"name": ex.name, "harness": ex.harness and ex.harness.as_json(), "n_outputs": len(ex.outputs),
          "forbidden": list(ex.forbidden), "cases": [protocol.encode(c.args, blobs) for c in ex_cases]}
         for ex, ex_cases in zip(exercises, cases)
     ]
@@ -208,12 +212,12 @@ def _one_process(code, filename, specs, blobs, cases, start, limits, report, tor
     phase = "boot"
     deadline = time.monotonic() + limits.timeout_s + 5  # start-up and loading
 
-    def stop(state: str, outside: str, inside: str) -> int:
+    def stop(status: str, outside: str, inside: str) -> int:
         """Fail the exercise under way (or, outside one, all that remain); where to go on."""
         if running is None:
-            _fail_from(report, done + 1, state, outside)
+            _fail_from(report, done + 1, status, outside)
             return n
-        _fail_from(report, running, state, inside, only_one=True)
+        _fail_from(report, running, status, inside, only_one=True)
         return running + 1
 
     try:
@@ -221,12 +225,13 @@ def _one_process(code, filename, specs, blobs, cases, start, limits, report, tor
             try:
                 frame = frames.get(timeout=max(0.0, deadline - time.monotonic()))
             except queue.Empty:
-                return stop("timeout", f"loading your definitions did not finish within {limits.timeout_s:g} s",
+                return stop(TIMEOUT, f"loading your definitions did not finish within {limits.timeout_s:g} s",
                             f"did not finish within {limits.timeout_s:g} s")
             if frame[0] == "end":  # the process ended, or closed the channel, before finishing
                 detail = _exit_detail(box)
-                return stop("crashed", f"the process ended outside any exercise ({detail}), e.g. while loading",
-                            f"the process ended during this exercise ({detail})")
+                return stop(ERROR, f"could not be graded: the process ended outside any exercise ({detail}), "
+                                   "e.g. while loading",
+                            f"could not be graded: the process ended during this exercise ({detail})")
             if frame[0] == "bad":
                 raise protocol.ProtocolError(frame[1])
             header, data = frame[1], frame[2]
@@ -238,7 +243,8 @@ def _one_process(code, filename, specs, blobs, cases, start, limits, report, tor
                 report.start_seconds += time.perf_counter() - t_spawn
                 phase = "loading"
             elif t == "fatal" and phase == "boot":
-                _fail_from(report, start, "crashed", f"the sandbox could not start: {str(header.get('error'))[:300]}")
+                _fail_from(report, start, ERROR,
+                           f"could not be graded: the sandbox could not start: {str(header.get('error'))[:300]}")
                 return n
             elif t == "loaded" and phase == "loading":
                 report.load_problems = [str(p)[:500] for p in header.get("problems", [])][:50]
@@ -247,20 +253,22 @@ def _one_process(code, filename, specs, blobs, cases, start, limits, report, tor
                 raise protocol.ProtocolError(f"an unexpected {str(t)[:20]!r} frame before the exercises")
             elif t == "start" and running is None and header.get("exercise") == done + 1 < n:
                 running, case_index = done + 1, 0
-                report.exercises[running].state = "running"
                 deadline = time.monotonic() + limits.timeout_s
             elif t == "case" and running is not None and header.get("exercise") == running \
                     and header.get("case") == case_index < len(cases[running]):
-                report.exercises[running].outcomes.append(_outcome(header, data, cases[running][case_index]))
+                case = cases[running][case_index]
+                outcome, after = protocol.decode_outcome(header, data, len(case.args))
+                if after is not None:
+                    outcome = replace(outcome, modified=modified_arguments(case, after))
+                report.exercises[running].outcomes.append(outcome)
                 case_index += 1
             elif t == "done" and running is not None and header.get("exercise") == running:
                 run = report.exercises[running]
                 if header.get("missing"):
-                    run.state = "missing"
+                    run.status = MISSING
                 elif case_index != len(cases[running]):
                     raise protocol.ProtocolError("an exercise ended without all its cases")
-                else:
-                    run.state = "ran"
+                run.finished = True
                 run.forbidden_calls = [str(c)[:100] for c in header.get("forbidden_calls", [])][:20]
                 done, running = running, None
                 deadline = time.monotonic() + limits.timeout_s
@@ -269,9 +277,9 @@ def _one_process(code, filename, specs, blobs, cases, start, limits, report, tor
             else:
                 raise protocol.ProtocolError(f"an unexpected {str(t)[:20]!r} frame")
     except protocol.ProtocolError as exc:
-        _fail_from(report, done + 1 if running is None else running, "rejected",
-                   f"the grader received results it cannot trust ({exc}); has your code written to "
-                   "the grader's channel?")
+        _fail_from(report, done + 1 if running is None else running, ERROR,
+                   f"could not be graded: the grader received results it cannot trust ({exc}); has your "
+                   "code written to the grader's channel?")
         return n
     finally:
         box.kill_and_wait(uid=None if report.isolation == "namespaces" else plan["uid"])
@@ -293,31 +301,12 @@ def _read(stream, nonce: str, frames: queue.Queue) -> None:
         stream.close()
 
 
-def _outcome(header: dict, data: list[bytes], case) -> Outcome:
-    kind = header.get("kind")
-    if kind == "not_implemented":
-        return Outcome(not_implemented=True)
-    if kind == "out_of_memory":
-        return Outcome(error="MemoryError: " + str(header.get("error", "out of memory"))[:500], out_of_memory=True)
-    if kind == "raised":
-        return Outcome(error=str(header.get("error"))[:2000])
-    if kind != "returned":
-        raise protocol.ProtocolError(f"an outcome of unknown kind {str(kind)[:20]!r}")
-    try:
-        outputs = protocol.decode(header.get("outputs"), data)
-        after = protocol.decode(header.get("args_after"), data)
-    except (RecursionError, MemoryError, ValueError, TypeError, KeyError) as exc:
-        raise protocol.ProtocolError(f"an outcome that does not decode ({type(exc).__name__})") from None
-    if not isinstance(outputs, tuple) or not isinstance(after, tuple) or len(after) != len(case.args):
-        raise protocol.ProtocolError("an outcome of the wrong form")
-    return Outcome(outputs=outputs, modified=modified_arguments(case, after))
-
-
-def _fail_from(report: RunReport, index: int, state: str, message: str, only_one: bool = False) -> None:
-    """Mark exercise ``index`` (and, unless ``only_one``, every later one not yet run) as failed."""
+def _fail_from(report: RunReport, index: int, status: str, message: str, only_one: bool = False) -> None:
+    """End exercise ``index`` (and, unless ``only_one``, every later one not yet finished) with
+    ``status``."""
     for i in range(index, len(report.exercises)):
-        if report.exercises[i].state in ("pending", "running"):
-            report.exercises[i] = ExerciseRun(state, message=message)
+        if not report.exercises[i].finished:
+            report.exercises[i] = ExerciseRun(status, message=message, finished=True)
         if only_one:
             break
 

@@ -1,0 +1,347 @@
+"""Chapter 01 exercises: softmax and scaled dot-product attention (NumPy, float64).
+
+The fixed cases are chosen so that each misconception below changes the answer on at least
+one of them (tests/ch01/learners.py proves it with independently written wrong code):
+huge logits for overflow, rows far apart for a global max, square and non-square inputs for
+a missing keepdims, d_k != d_v for the wrong scale, fully masked rows for NaN.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import reference as ref
+from ...spec import FLOAT32_OUTPUT, INPUT_MODIFIED, Case, Exercise, Misconception, Property
+
+# ---------------------------------------------------------------------------------------------
+# 01.softmax
+
+
+def _softmax_cases(rng: np.random.Generator) -> list[Case]:
+    names = ("x", "axis")
+    fixed = [
+        ("three logits", np.array([1.0, 2.0, 3.0]), -1),
+        ("huge logits (around 1000)", np.array([[1000.0, 1001.0, 1002.0], [3.0, 1.0, -2.0]]), -1),
+        ("rows far apart (+1000 and -1000)", np.array([[1000.0, 999.0, 998.5], [-1000.0, -999.0, -1001.0]]), -1),
+        ("square 4x4, default axis", rng.normal(size=(4, 4)) * 3, -1),
+        ("3x5 along axis=0", rng.normal(size=(3, 5)) * 2, 0),
+        ("batch (2, 3, 4) along axis=1", rng.normal(size=(2, 3, 4)) * 2, 1),
+        ("equal logits", np.zeros((2, 5)), -1),
+    ]
+    cases = [Case(n, (x, a), arg_names=names) for n, x, a in fixed]
+    for i in range(3):
+        ndim = int(rng.integers(1, 4))
+        shape = tuple(int(s) for s in rng.integers(2, 6, size=ndim))
+        axis = int(rng.integers(-ndim, ndim))
+        x = rng.normal(size=shape) * float(rng.choice([1.0, 10.0, 300.0]))
+        cases.append(Case(f"random {i + 1}: shape {shape}, axis={axis}", (x, axis), arg_names=names))
+    return cases
+
+
+def _softmax_sums_to_one(case: Case, outputs: tuple) -> str | None:
+    (p,) = outputs
+    x, axis = case.args
+    sums = p.sum(axis=axis)
+    if not np.allclose(sums, 1.0):
+        shown = np.round(sums, 4).ravel()
+        more = ", ..." if shown.size > 4 else ""
+        return f"along axis={axis} your values should sum to 1, but they sum to {shown[:4].tolist()}{more}"
+    if (p < 0).any():
+        return "softmax outputs are exp(...)/sum, so they can never be negative; some of yours are."
+    return None
+
+
+def _mis_softmax_no_max(x, axis=-1):
+    e = np.exp(x)
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+def _mis_softmax_global_max(x, axis=-1):
+    e = np.exp(x - np.max(x))
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+def _mis_softmax_axis0(x, axis=-1):
+    e = np.exp(x - x.max(axis=0, keepdims=True))
+    return e / e.sum(axis=0, keepdims=True)
+
+
+def _mis_softmax_ignores_axis(x, axis=-1):
+    e = np.exp(x - x.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+def _mis_softmax_no_keepdims(x, axis=-1):
+    e = np.exp(x - x.max(axis=axis))
+    return e / e.sum(axis=axis)
+
+
+def _mis_softmax_no_keepdims_max(x, axis=-1):
+    e = np.exp(x - x.max(axis=axis))
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+def _mis_softmax_axis_minus2(x, axis=-1):
+    e = np.exp(x - x.max(axis=-2, keepdims=True))
+    return e / e.sum(axis=-2, keepdims=True)
+
+
+def _mis_softmax_no_keepdims_sum(x, axis=-1):
+    e = np.exp(x - x.max(axis=axis, keepdims=True))
+    return e / e.sum(axis=axis)
+
+
+SOFTMAX = Exercise(
+    id="01.softmax",
+    name="softmax",
+    signature="softmax(x, axis=-1)",
+    points=2.0,
+    reference=ref.softmax,
+    make_cases=_softmax_cases,
+    outputs=("p",),
+    properties=(Property("sums to one, non-negative", _softmax_sums_to_one),),
+    misconceptions=(
+        Misconception(
+            "softmax-no-max-subtraction",
+            "np.exp overflows for large inputs: np.exp(1000) is inf, and inf / inf is NaN. "
+            "Subtract the maximum along `axis` before exponentiating; softmax does not change "
+            "when the same constant is subtracted from every entry.",
+            (_mis_softmax_no_max,),
+        ),
+        Misconception(
+            "softmax-global-max",
+            "You subtract one maximum over the whole array. A row far below it underflows to "
+            "exp(-2000) = 0 everywhere, and 0 / 0 is NaN. Subtract each slice's own maximum: "
+            "`x.max(axis=axis, keepdims=True)`.",
+            (_mis_softmax_global_max,),
+        ),
+        Misconception(
+            "softmax-wrong-axis",
+            "Your values sum to 1 along a different axis than `axis`. Use the `axis` argument in "
+            "both the max and the sum.",
+            (_mis_softmax_axis0, _mis_softmax_ignores_axis, _mis_softmax_axis_minus2),
+        ),
+        Misconception(
+            "softmax-missing-keepdims",
+            "Without `keepdims=True`, `x.max(axis=axis)` (or `.sum`) drops that axis, and "
+            "broadcasting then lines the result up with the wrong axis (or fails with a shape "
+            "error). Pass `keepdims=True` to both the max and the sum.",
+            (_mis_softmax_no_keepdims, _mis_softmax_no_keepdims_max, _mis_softmax_no_keepdims_sum),
+        ),
+        FLOAT32_OUTPUT,
+        INPUT_MODIFIED,
+    ),
+    forbidden=("scipy.special.softmax", "torch.softmax", "torch.nn.functional.softmax", "mhsa_ref"),
+)
+
+# ---------------------------------------------------------------------------------------------
+# 01.scaled_dot_product_attention
+
+
+def _qkv(rng: np.random.Generator, batch: tuple[int, ...], Lq: int, Lk: int, dk: int, dv: int):
+    Q = rng.normal(size=batch + (Lq, dk))
+    K = rng.normal(size=batch + (Lk, dk))
+    V = rng.normal(size=batch + (Lk, dv))
+    return Q, K, V
+
+
+def _sdpa_cases(rng: np.random.Generator) -> list[Case]:
+    names = ("Q", "K", "V", "mask")
+    cases = []
+
+    def add(name, Q, K, V, mask=None):
+        cases.append(Case(name, (Q, K, V, mask), arg_names=names))
+
+    # d_k = 4 and d_v = 9: sqrt(d_k) = 2, d_k = 4 and sqrt(d_v) = 3 are all different scales.
+    add("2 queries, 3 keys, d_k=4, d_v=9, no mask", *_qkv(rng, (), 2, 3, 4, 9))
+    Q, K, V = _qkv(rng, (2,), 3, 5, 4, 9)
+    mask = np.array(
+        [
+            [[True, True, False, True, False], [False, False, False, False, False], [True, True, True, True, True]],
+            [[False, True, True, False, False], [True, False, False, False, False], [False, False, False, False, False]],
+        ]
+    )
+    add("batch of 2 with a mask and fully masked rows", Q, K, V, mask)
+    Q, K, V = _qkv(rng, (2,), 4, 4, 8, 3)
+    add("causal mask (4, 4) broadcast over the batch", Q, K, V, np.tril(np.ones((4, 4), dtype=bool)))
+    Q, K, V = _qkv(rng, (3, 2), 2, 6, 4, 5)
+    padding = np.arange(6) < np.array([6, 4, 1])[:, None]  # (3, 6): lengths 6, 4, 1
+    add("two batch axes, padding mask (3, 1, 1, 6)", Q, K, V, padding[:, None, None, :])
+    Q, K, V = _qkv(rng, (), 3, 5, 16, 4)
+    add("large logits (d_k=16, inputs x4), key mask (5,)", Q * 4, K * 4, V, np.array([True, False, True, True, False]))
+    for i in range(3):
+        batch = tuple(int(s) for s in rng.integers(1, 4, size=int(rng.integers(0, 3))))
+        Lq, Lk, dk, dv = (int(s) for s in rng.integers(2, 7, size=4))
+        Q, K, V = _qkv(rng, batch, Lq, Lk, dk, dv)
+        mask = rng.random(batch + (Lq, Lk)) < 0.7 if i > 0 else None
+        add(f"random {i + 1}: Q {Q.shape}, K {K.shape}, V {V.shape}, mask {'yes' if mask is not None else 'no'}", Q, K, V, mask)
+    return cases
+
+
+def _sdpa_weights_rows(case: Case, outputs: tuple) -> str | None:
+    if len(outputs) != 2:
+        return None
+    out, weights = outputs
+    Q, K, V, mask = case.args
+    sums = weights.sum(axis=-1)
+    allowed = np.ones(sums.shape, dtype=bool) if mask is None else np.broadcast_to(mask, weights.shape).any(axis=-1)
+    if not np.allclose(sums[allowed], 1.0):
+        return "each query's weights over the keys (the last axis) should sum to 1; yours do not."
+    if mask is not None and np.abs(weights[~np.broadcast_to(mask, weights.shape)]).max(initial=0) > 1e-12:
+        return "keys where the mask is False must get exactly zero weight; yours get some."
+    if not np.allclose(out, weights @ V):
+        return "`out` should be `weights @ V`: each output row is the weighted average of the value rows."
+    return None
+
+
+def _scores(Q, K, scale):
+    return Q @ np.swapaxes(K, -1, -2) / scale
+
+
+def _softmax_rows(s):
+    e = np.exp(s - s.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+def _finish(weights, V, mask):
+    """Correct masking tail, shared by the variants that are wrong somewhere else."""
+    if mask is not None:
+        weights = np.where(np.any(mask, axis=-1, keepdims=True), weights, 0.0)
+    return np.nan_to_num(weights) @ V, np.nan_to_num(weights)
+
+
+def _masked(s, mask, fill=-np.inf):
+    return s if mask is None else np.where(mask, s, fill)
+
+
+def _mis_sdpa_scale(scale_of):
+    def variant(Q, K, V, mask=None):
+        s = _masked(_scores(Q, K, scale_of(Q, V)), mask)
+        return _finish(_softmax_rows(s), V, mask)
+
+    return variant
+
+
+def _mis_sdpa_query_axis(Q, K, V, mask=None):
+    s = _masked(_scores(Q, K, np.sqrt(Q.shape[-1])), mask)
+    e = np.exp(s - s.max(axis=-2, keepdims=True))
+    w = np.nan_to_num(e / e.sum(axis=-2, keepdims=True))
+    return w @ V, w
+
+
+def _mis_sdpa_mask_after_softmax(Q, K, V, mask=None):
+    w = _softmax_rows(_scores(Q, K, np.sqrt(Q.shape[-1])))
+    if mask is not None:
+        w = w * mask
+    return w @ V, w
+
+
+def _mis_sdpa_fill(fill, inverted=False, fix_empty_rows=True):
+    def variant(Q, K, V, mask=None):
+        s = _scores(Q, K, np.sqrt(Q.shape[-1]))
+        if mask is not None:
+            m = ~mask if inverted else mask
+            s = np.where(m, s, fill)
+        w = _softmax_rows(s)
+        if mask is not None and fix_empty_rows:
+            m = ~mask if inverted else mask
+            w = np.where(np.any(m, axis=-1, keepdims=True), np.nan_to_num(w), 0.0)
+        return w @ V, w
+
+    return variant
+
+
+def _mis_sdpa_returns_scores(masked: bool):
+    def variant(Q, K, V, mask=None):
+        s = _scores(Q, K, np.sqrt(Q.shape[-1]))
+        out, _ = _finish(_softmax_rows(_masked(s, mask)), V, mask)
+        return out, (_masked(s, mask) if masked else s)
+
+    return variant
+
+
+SCALED_DOT_PRODUCT_ATTENTION = Exercise(
+    id="01.scaled_dot_product_attention",
+    name="scaled_dot_product_attention",
+    signature="scaled_dot_product_attention(Q, K, V, mask=None)",
+    points=3.0,
+    reference=ref.scaled_dot_product_attention,
+    make_cases=_sdpa_cases,
+    outputs=("out", "weights"),
+    properties=(Property("weights are a masked distribution, out = weights @ V", _sdpa_weights_rows),),
+    misconceptions=(
+        Misconception(
+            "sdpa-missing-scale",
+            "Your scores are not scaled. Divide Q @ K^T by np.sqrt(d_k), with d_k = Q.shape[-1]; "
+            "without it the logits grow with d_k and the softmax saturates (chapter 02).",
+            (_mis_sdpa_scale(lambda Q, V: 1.0),),
+        ),
+        Misconception(
+            "sdpa-divide-by-dk",
+            "You divide the scores by d_k; the scale is 1 / sqrt(d_k). The dot product of two "
+            "random d_k-vectors has variance d_k, so its standard deviation is sqrt(d_k).",
+            (_mis_sdpa_scale(lambda Q, V: Q.shape[-1]),),
+        ),
+        Misconception(
+            "sdpa-scale-by-sqrt-dv",
+            "You scale by sqrt(d_v), the width of the values (V.shape[-1]). The scale belongs to "
+            "the dot product of queries and keys: use d_k = Q.shape[-1].",
+            (_mis_sdpa_scale(lambda Q, V: np.sqrt(V.shape[-1])),),
+        ),
+        Misconception(
+            "sdpa-softmax-over-queries",
+            "Your weights sum to 1 along the query axis, not the key axis. Each query distributes "
+            "its attention over the keys: take the softmax over the last axis (axis=-1).",
+            (_mis_sdpa_query_axis,),
+        ),
+        Misconception(
+            "sdpa-mask-after-softmax",
+            "You apply the mask after the softmax, so the allowed weights no longer sum to 1. "
+            "Mask the scores instead (blocked ones set to -inf), then take the softmax.",
+            (_mis_sdpa_mask_after_softmax,),
+        ),
+        Misconception(
+            "sdpa-mask-fill-zero",
+            "You set blocked scores to 0, but exp(0) = 1, so blocked keys still get weight. Set "
+            "them to -inf: exp(-inf) = 0 exactly.",
+            (_mis_sdpa_fill(0.0), _mis_sdpa_fill(0.0, fix_empty_rows=False)),
+        ),
+        Misconception(
+            "sdpa-mask-inverted",
+            "Your mask is inverted. Here True means 'may attend' (as in "
+            "torch.nn.functional.scaled_dot_product_attention): keep the scores where the mask is "
+            "True and block them where it is False.",
+            (_mis_sdpa_fill(-np.inf, inverted=True), _mis_sdpa_fill(-np.inf, inverted=True, fix_empty_rows=False)),
+        ),
+        Misconception(
+            "sdpa-nan-fully-masked-rows",
+            "A query whose keys are all masked comes out as NaN: its scores are all -inf, and the "
+            "softmax computes 0 / 0. Give such rows all-zero weights (and so a zero output), e.g. "
+            "with np.where(mask.any(axis=-1, keepdims=True), weights, 0.0).",
+            (_mis_sdpa_fill(-np.inf, fix_empty_rows=False),),
+        ),
+        Misconception(
+            "sdpa-masked-rows-uniform",
+            "A query whose keys are all masked gets uniform weights: with a large negative fill "
+            "(like -1e9) every blocked score is equal, and the softmax spreads evenly. Such rows "
+            "must get all-zero weights and a zero output.",
+            (_mis_sdpa_fill(-1e9, fix_empty_rows=False), _mis_sdpa_fill(-1e30, fix_empty_rows=False)),
+        ),
+        Misconception(
+            "sdpa-returns-scores",
+            "Your second return value is the scores, before the softmax. Return the weights: the "
+            "softmax of the (scaled, masked) scores.",
+            (_mis_sdpa_returns_scores(masked=False), _mis_sdpa_returns_scores(masked=True)),
+        ),
+        FLOAT32_OUTPUT,
+        INPUT_MODIFIED,
+    ),
+    forbidden=(
+        "torch.nn.functional.scaled_dot_product_attention",
+        "torch.nn.MultiheadAttention",
+        "mhsa_ref",
+    ),
+    uses=("01.softmax",),
+)
+
+EXERCISES = (SOFTMAX, SCALED_DOT_PRODUCT_ATTENTION)

@@ -1,0 +1,203 @@
+"""Chapter 02 exercise: the Jacobian of softmax (NumPy, float64).
+
+The fixed cases are chosen so that each misconception below changes the answer on at least
+one of them (tests/ch02/learners.py proves it with independently written wrong code):
+a general p (every entry of J nonzero), a one-hot p (the correct J is all zeros, the wrong
+ones are not), a uniform p, n = 1, and a p from huge logits (nearly one-hot, as in a
+saturated attention row).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..ch01.reference import softmax
+from . import reference as ref
+from ...spec import FLOAT32_OUTPUT, INPUT_MODIFIED, Case, Exercise, Misconception, Property
+
+# ---------------------------------------------------------------------------------------------
+# 02.softmax_jacobian
+
+
+def _softmax_jacobian_cases(rng: np.random.Generator) -> list[Case]:
+    names = ("p",)
+    fixed = [
+        ("general p, n=4 (softmax of [1, 2, 0.5, -1])", softmax(np.array([1.0, 2.0, 0.5, -1.0]))),
+        ("one-hot p = [0, 1, 0, 0] (fully saturated)", np.array([0.0, 1.0, 0.0, 0.0])),
+        ("uniform p, n=5", np.full(5, 0.2)),
+        ("n=1, p = [1]", np.array([1.0])),
+        ("p from huge logits [1000, 990, 0]", softmax(np.array([1000.0, 990.0, 0.0]))),
+        ("p = [0.7, 0.3]", np.array([0.7, 0.3])),
+    ]
+    cases = [Case(n, (p,), arg_names=names) for n, p in fixed]
+    for i in range(3):
+        n = int(rng.integers(2, 8))
+        scale = float(rng.choice([0.5, 2.0, 8.0]))
+        p = softmax(rng.normal(size=n) * scale)
+        cases.append(Case(f"random {i + 1}: n={n}, logits x{scale:g}", (p,), arg_names=names))
+    return cases
+
+
+def _square(outputs: tuple) -> np.ndarray | None:
+    (J,) = outputs
+    return J if J is not None and J.ndim == 2 and J.shape[0] == J.shape[1] else None
+
+
+def _symmetric(case: Case, outputs: tuple) -> str | None:
+    J = _square(outputs)
+    if J is not None and not np.allclose(J, J.T, atol=1e-9):
+        return (
+            "J should be symmetric: dp_i/dx_j = -p_i p_j = dp_j/dx_i for i != j. Yours is not; "
+            "check which index multiplies which."
+        )
+    return None
+
+
+def _zero_sums(case: Case, outputs: tuple) -> str | None:
+    J = _square(outputs)
+    if J is None:
+        return None
+    if not np.allclose(J.sum(axis=0), 0.0, atol=1e-9):
+        return (
+            "each column of J should sum to 0: the outputs always sum to 1, so a change of any "
+            f"logit cannot change their total. Your column sums are {np.round(J.sum(axis=0), 4).tolist()}."
+        )
+    if not np.allclose(J @ np.ones(J.shape[1]), 0.0, atol=1e-9):
+        return (
+            "J @ 1 should be 0 (each row sums to 0): adding the same constant to every logit "
+            "does not change the softmax."
+        )
+    return None
+
+
+def _diagonal(case: Case, outputs: tuple) -> str | None:
+    J = _square(outputs)
+    (p,) = case.args
+    if J is not None and J.shape == (p.size, p.size) and not np.allclose(np.diag(J), p * (1 - p), atol=1e-9):
+        return "the diagonal should be dp_i/dx_i = p_i (1 - p_i), never negative and at most 1/4."
+    return None
+
+
+def _psd(case: Case, outputs: tuple) -> str | None:
+    J = _square(outputs)
+    if J is None or not np.all(np.isfinite(J)) or not np.allclose(J, J.T, atol=1e-9):
+        return None
+    if np.linalg.eigvalsh((J + J.T) / 2).min() < -1e-9:
+        return (
+            "J should be positive semi-definite (v^T J v = sum_i p_i v_i^2 - (p . v)^2 >= 0, "
+            "a variance); yours has a negative eigenvalue. Check the sign of each term."
+        )
+    return None
+
+
+def _mis_diagonal_only(p):
+    return np.diag(p)
+
+
+def _mis_diagonal_only_p1mp(p):
+    return np.diag(p * (1 - p))
+
+
+def _mis_sign_flipped(p):
+    return np.outer(p, p) - np.diag(p)
+
+
+def _mis_identity_minus_outer(p):
+    return np.eye(p.size) - np.outer(p, p)
+
+
+def _mis_outer_only(p):
+    return -np.outer(p, p)
+
+
+def _mis_outer_only_positive(p):
+    return np.outer(p, p)
+
+
+def _mis_scalar_inner(p):
+    return np.diag(p) - p @ p.T  # p.T is p for a 1-D array: a scalar sum of squares
+
+
+def _mis_elementwise_square(p):
+    return np.diag(p) - p * p  # p_j^2 broadcast along every row
+
+
+def _mis_log_softmax(p):
+    return np.eye(p.size) - p[None, :]  # d log p_i / dx_j = delta_ij - p_j
+
+
+def _mis_log_softmax_transposed(p):
+    return np.eye(p.size) - p[:, None]
+
+
+SOFTMAX_JACOBIAN = Exercise(
+    id="02.softmax_jacobian",
+    name="softmax_jacobian",
+    signature="softmax_jacobian(p)",
+    points=2.0,
+    reference=ref.softmax_jacobian,
+    make_cases=_softmax_jacobian_cases,
+    outputs=("J",),
+    properties=(
+        Property("symmetric", _symmetric),
+        Property("rows and columns sum to 0", _zero_sums),
+        Property("diagonal p_i (1 - p_i)", _diagonal),
+        Property("positive semi-definite", _psd),
+    ),
+    misconceptions=(
+        Misconception(
+            "jacobian-diagonal-only",
+            "Your Jacobian has only a diagonal. Every output shares the denominator sum_k "
+            "exp(x_k), so raising one logit x_j lowers every other p_i: dp_i/dx_j = -p_i p_j "
+            "for i != j. Write J = np.diag(p) - np.outer(p, p).",
+            (_mis_diagonal_only, _mis_diagonal_only_p1mp),
+        ),
+        Misconception(
+            "jacobian-sign-flipped",
+            "Your Jacobian has the right entries with the wrong sign: p p^T - diag(p) instead of "
+            "diag(p) - p p^T. Raising x_i must raise p_i, so the diagonal p_i (1 - p_i) is "
+            "positive and the off-diagonal entries -p_i p_j are negative.",
+            (_mis_sign_flipped,),
+        ),
+        Misconception(
+            "jacobian-identity-minus-outer",
+            "You wrote I - p p^T. The Kronecker delta in dp_i/dx_j = p_i (delta_ij - p_j) is "
+            "multiplied by p_i, so the first term is diag(p), not the identity: "
+            "J = np.diag(p) - np.outer(p, p).",
+            (_mis_identity_minus_outer,),
+        ),
+        Misconception(
+            "jacobian-outer-only",
+            "You have only the p p^T term. For i == j the numerator exp(x_i) also depends on "
+            "x_i, which adds p_i to the diagonal: J = np.diag(p) - np.outer(p, p).",
+            (_mis_outer_only, _mis_outer_only_positive),
+        ),
+        Misconception(
+            "jacobian-not-outer-product",
+            "The term you subtract is not the outer product p p^T. For a 1-D array, p.T is p "
+            "itself, so p @ p.T is the scalar sum of p_i^2, and p * p is the vector of p_i^2 "
+            "broadcast along every row. Use np.outer(p, p) (or p[:, None] * p[None, :]), the "
+            "(n, n) matrix with entries p_i p_j.",
+            (_mis_scalar_inner, _mis_elementwise_square),
+        ),
+        Misconception(
+            "jacobian-log-softmax",
+            "You computed delta_ij - p_j, the Jacobian of log-softmax (d log p_i / dx_j). The "
+            "Jacobian of softmax itself has an extra factor p_i in every row: "
+            "dp_i/dx_j = p_i (delta_ij - p_j), i.e. np.diag(p) - np.outer(p, p).",
+            (_mis_log_softmax, _mis_log_softmax_transposed),
+        ),
+        FLOAT32_OUTPUT,
+        INPUT_MODIFIED,
+    ),
+    forbidden=(
+        "torch.autograd.functional.jacobian",
+        "torch.autograd.grad",
+        "torch.func.jacrev",
+        "torch.func.jacfwd",
+        "jax.jacobian",
+        "mhsa_ref",
+    ),
+)
+
+EXERCISES = (SOFTMAX_JACOBIAN,)

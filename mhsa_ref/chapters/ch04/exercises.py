@@ -1,0 +1,369 @@
+"""Chapter 04 exercises: split heads, merge heads, multi-head attention (NumPy, float64).
+
+The fixed cases are chosen so that each misconception below changes the answer on at least
+one of them (tests/ch04/learners.py proves it with independently written wrong code):
+h > 1 with L != d_h, so a reshape without a transpose scrambles the heads without changing
+the shape; d_h > 1, so interleaved heads differ from contiguous ones; h in {1, 2, 4}, so
+sqrt(d_model) and sqrt(d_h) differ; random, non-symmetric weights, so X @ W.T differs from
+X @ W; masks, including a query that no key is allowed to reach.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import reference as ref
+from ...spec import FLOAT32_OUTPUT, INPUT_MODIFIED, Case, Exercise, Misconception, Property
+
+# ---------------------------------------------------------------------------------------------
+# Wrong building blocks shared by the variants (each is one mistake)
+
+
+def _split(X, h):
+    B, L, d = X.shape
+    return X.reshape(B, L, h, d // h).transpose(0, 2, 1, 3)
+
+
+def _split_no_transpose(X, h):
+    B, L, d = X.shape
+    return X.reshape(B, h, L, d // h)
+
+
+def _split_interleaved(X, h):
+    B, L, d = X.shape
+    return X.reshape(B, L, d // h, h).transpose(0, 3, 1, 2)
+
+
+def _merge(X):
+    B, h, L, d_h = X.shape
+    return X.transpose(0, 2, 1, 3).reshape(B, L, h * d_h)
+
+
+def _merge_no_transpose(X):
+    B, h, L, d_h = X.shape
+    return X.reshape(B, L, h * d_h)
+
+
+def _merge_interleaved(X):
+    B, h, L, d_h = X.shape
+    return X.transpose(0, 2, 3, 1).reshape(B, L, h * d_h)
+
+
+def _merge_reversed(X):
+    return _merge(X[:, ::-1])
+
+
+# ---------------------------------------------------------------------------------------------
+# 04.split_heads
+
+
+def _split_cases(rng: np.random.Generator) -> list[Case]:
+    names = ("X", "num_heads")
+    fixed = [
+        ("B=2, L=3, d=8, 2 heads of width 4", (2, 3, 8), 2),
+        ("B=2, L=3, d=8, 4 heads of width 2", (2, 3, 8), 4),
+        ("B=1, L=5, d=6, 3 heads of width 2", (1, 5, 6), 3),
+        ("B=3, L=2, d=4, 1 head", (3, 2, 4), 1),
+        ("B=1, L=4, d=6, 6 heads of width 1", (1, 4, 6), 6),
+    ]
+    cases = [Case(n, (rng.normal(size=s), h), arg_names=names) for n, s, h in fixed]
+    for i in range(3):
+        B, L, h, d_h = (int(v) for v in rng.integers(1, 5, size=4))
+        X = rng.normal(size=(B, L, h * d_h))
+        cases.append(Case(f"random {i + 1}: X {X.shape}, num_heads={h}", (X, h), arg_names=names))
+    return cases
+
+
+def _split_head_slices(case: Case, outputs: tuple) -> str | None:
+    (S,) = outputs
+    X, h = case.args
+    d_h = X.shape[-1] // h
+    for i in range(h):
+        if not np.allclose(S[:, i], X[..., i * d_h:(i + 1) * d_h]):
+            return (
+                f"head {i} should be X[..., {i * d_h}:{(i + 1) * d_h}] (the columns "
+                f"{i}*d_h to {i + 1}*d_h, for every position), moved to axis 1; yours is not."
+            )
+    return None
+
+
+SPLIT_HEADS = Exercise(
+    id="04.split_heads",
+    name="split_heads",
+    signature="split_heads(X, num_heads)",
+    points=1.0,
+    reference=ref.split_heads,
+    make_cases=_split_cases,
+    outputs=("heads",),
+    properties=(Property("head i holds columns i*d_h:(i+1)*d_h", _split_head_slices),),
+    misconceptions=(
+        Misconception(
+            "split-reshape-without-transpose",
+            "You reshape (B, L, d) straight to (B, h, L, d_h). The shape is right but the "
+            "numbers are not: a reshape keeps the memory order, so each 'head' gets pieces of "
+            "several positions. Reshape to (B, L, h, d_h) first, then swap the L and h axes: "
+            "`.transpose(0, 2, 1, 3)`.",
+            (lambda X, num_heads: _split_no_transpose(X, num_heads),),
+        ),
+        Misconception(
+            "heads-interleaved",
+            "Your heads are interleaved: head i takes every h-th column (i, i + h, ...), "
+            "because you reshaped to (B, L, d_h, h). Head i owns the contiguous columns "
+            "i*d_h:(i+1)*d_h: reshape to (B, L, h, d_h), then transpose(0, 2, 1, 3).",
+            (lambda X, num_heads: _split_interleaved(X, num_heads),),
+        ),
+        FLOAT32_OUTPUT,
+        INPUT_MODIFIED,
+    ),
+    forbidden=("mhsa_ref",),
+)
+
+# ---------------------------------------------------------------------------------------------
+# 04.merge_heads
+
+
+def _merge_cases(rng: np.random.Generator) -> list[Case]:
+    names = ("X",)
+    fixed = [
+        ("B=2, 2 heads, L=3, d_h=4", (2, 2, 3, 4)),
+        ("B=2, 4 heads, L=3, d_h=2", (2, 4, 3, 2)),
+        ("B=1, 3 heads, L=5, d_h=2", (1, 3, 5, 2)),
+        ("B=3, 1 head, L=2, d_h=4", (3, 1, 2, 4)),
+    ]
+    cases = [Case(n, (rng.normal(size=s),), arg_names=names) for n, s in fixed]
+    for i in range(3):
+        shape = tuple(int(v) for v in rng.integers(1, 5, size=4))
+        cases.append(Case(f"random {i + 1}: X {shape}", (rng.normal(size=shape),), arg_names=names))
+    return cases
+
+
+def _merge_head_slices(case: Case, outputs: tuple) -> str | None:
+    (M,) = outputs
+    (X,) = case.args
+    h, d_h = X.shape[1], X.shape[3]
+    for i in range(h):
+        if not np.allclose(M[..., i * d_h:(i + 1) * d_h], X[:, i]):
+            return (
+                f"columns {i * d_h}:{(i + 1) * d_h} of your output should be head {i}, "
+                f"X[:, {i}], for every position; they are not."
+            )
+    return None
+
+
+MERGE_HEADS = Exercise(
+    id="04.merge_heads",
+    name="merge_heads",
+    signature="merge_heads(X)",
+    points=1.0,
+    reference=ref.merge_heads,
+    make_cases=_merge_cases,
+    outputs=("merged",),
+    properties=(Property("columns i*d_h:(i+1)*d_h hold head i", _merge_head_slices),),
+    misconceptions=(
+        Misconception(
+            "merge-reshape-without-transpose",
+            "You reshape (B, h, L, d_h) straight to (B, L, h*d_h). The shape is right but a "
+            "reshape keeps the memory order, so each output row mixes several positions of "
+            "one head. Move the head axis back next to d_h first: `.transpose(0, 2, 1, 3)`, "
+            "then reshape to (B, L, h*d_h).",
+            (_merge_no_transpose,),
+        ),
+        Misconception(
+            "heads-interleaved",
+            "Your output interleaves the heads: column j comes from head j % h, because you "
+            "put the head axis last before flattening. Concatenate whole heads instead: "
+            "transpose to (B, L, h, d_h), then reshape, so head i fills columns "
+            "i*d_h:(i+1)*d_h.",
+            (_merge_interleaved,),
+        ),
+        Misconception(
+            "heads-concatenated-reversed",
+            "Your heads are concatenated in reverse order (the last head first). Head 0 goes "
+            "in the first d_h columns, head 1 in the next, and so on.",
+            (_merge_reversed,),
+        ),
+        FLOAT32_OUTPUT,
+        INPUT_MODIFIED,
+    ),
+    forbidden=("mhsa_ref",),
+)
+
+# ---------------------------------------------------------------------------------------------
+# 04.multi_head_attention
+
+
+def _mha_args(rng, B, L, d):
+    X = rng.normal(size=(B, L, d))
+    Ws = [rng.normal(scale=d**-0.5, size=(d, d)) for _ in range(4)]
+    return X, Ws
+
+
+def _mha_cases(rng: np.random.Generator) -> list[Case]:
+    names = ("X", "W_q", "W_k", "W_v", "W_o", "num_heads", "mask")
+    cases = []
+
+    def add(name, B, L, d, h, mask=None):
+        X, Ws = _mha_args(rng, B, L, d)
+        cases.append(Case(name, (X, *Ws, h, mask), arg_names=names))
+
+    add("B=2, L=3, d=8, 2 heads (d_h=4), no mask", 2, 3, 8, 2)
+    add("B=2, L=5, d=8, 4 heads (d_h=2), no mask", 2, 5, 8, 4)
+    add("B=2, L=3, d=4, 1 head, no mask", 2, 3, 4, 1)
+    add("B=2, L=4, d=8, 2 heads, causal mask (4, 4)", 2, 4, 8, 2, np.tril(np.ones((4, 4), dtype=bool)))
+    per_head = np.ones((2, 4, 3, 3), dtype=bool)
+    per_head[0, 1] = np.triu(per_head[0, 1])  # head 1 of sequence 0 looks only forward
+    per_head[1, 2, 0] = False  # in sequence 1, head 2's first query sees nothing
+    per_head[1, 3, :, 2] = False  # head 3 of sequence 1 ignores the last key
+    add("B=2, L=3, d=8, 4 heads, per-head mask (2, 4, 3, 3)", 2, 3, 8, 4, per_head)
+    padding = np.arange(5) < np.array([5, 3])[:, None]  # lengths 5 and 3
+    add("B=2, L=5, d=6, 3 heads, padding mask (2, 1, 1, 5)", 2, 5, 6, 3, padding[:, None, None, :])
+    for i in range(3):
+        B, L = (int(v) for v in rng.integers(1, 5, size=2))
+        h = int(rng.choice([1, 2, 3, 4]))
+        d = h * int(rng.integers(1, 5))
+        mask = rng.random((B, h, L, L)) < 0.7 if i > 0 else None
+        label = f"random {i + 1}: B={B}, L={L}, d={d}, {h} head(s), mask {'yes' if mask is not None else 'no'}"
+        add(label, B, L, d, h, mask)
+    return cases
+
+
+def _mha_weights_rows(case: Case, outputs: tuple) -> str | None:
+    if len(outputs) != 2:
+        return None
+    _, weights = outputs
+    mask = case.args[6]
+    sums = weights.sum(axis=-1)
+    allowed = np.ones(sums.shape, dtype=bool)
+    if mask is not None:
+        allowed = np.broadcast_to(mask, weights.shape).any(axis=-1)
+    if not np.allclose(sums[allowed], 1.0):
+        return (
+            "in every head, each query's weights over the keys (the last axis of `weights`, "
+            "shape (B, h, L, L)) should sum to 1; yours do not."
+        )
+    if mask is not None and np.abs(weights[~np.broadcast_to(mask, weights.shape)]).max(initial=0) > 1e-12:
+        return "keys where the mask is False must get exactly zero weight in every head; yours get some."
+    return None
+
+
+def _mha_which_part(case: Case, outputs: tuple) -> str | None:
+    if len(outputs) != 2:
+        return None
+    out, weights = outputs
+    want_out, want_w = ref.multi_head_attention(*case.args)
+    if np.allclose(weights, want_w) and not np.allclose(out, want_out):
+        return (
+            "your attention weights are right in every head, so the mistake comes after the "
+            "attention: how you merge the heads (order, transpose) or the output projection "
+            "`@ W_o`."
+        )
+    right = [i for i in range(want_w.shape[1]) if np.allclose(weights[:, i], want_w[:, i])]
+    if right and len(right) < want_w.shape[1]:
+        return (
+            f"the weights of head(s) {right} are right but not the others': look at how you "
+            "split the columns of X @ W_q (and W_k, W_v) among the heads."
+        )
+    return None
+
+
+def _mha_variant(split=_split, merge=_merge, scale=None, project=True, transposed=False):
+    """A whole multi-head attention with the given (possibly wrong) parts."""
+
+    def variant(X, W_q, W_k, W_v, W_o, num_heads, mask=None):
+        if transposed:
+            W_q, W_k, W_v, W_o = W_q.T, W_k.T, W_v.T, W_o.T
+        d = X.shape[-1]
+        Q, K, V = (split(X @ W, num_heads) for W in (W_q, W_k, W_v))
+        d_h = d // num_heads
+        s = Q @ np.swapaxes(K, -1, -2) / np.sqrt(d_h if scale is None else scale(d, d_h))
+        if mask is not None:
+            s = np.where(mask, s, -np.inf)
+        m = s.max(axis=-1, keepdims=True)
+        e = np.exp(s - np.where(np.isneginf(m), 0.0, m))
+        total = e.sum(axis=-1, keepdims=True)
+        w = np.where(total > 0, e / np.where(total > 0, total, 1.0), 0.0)
+        merged = merge(w @ V)
+        return (merged @ W_o if project else merged), w
+
+    return variant
+
+
+MULTI_HEAD_ATTENTION = Exercise(
+    id="04.multi_head_attention",
+    name="multi_head_attention",
+    signature="multi_head_attention(X, W_q, W_k, W_v, W_o, num_heads, mask=None)",
+    points=3.0,
+    reference=ref.multi_head_attention,
+    make_cases=_mha_cases,
+    outputs=("out", "weights"),
+    properties=(
+        Property("weights are a masked distribution in every head", _mha_weights_rows),
+        Property("which part is wrong: split or merge/projection", _mha_which_part),
+    ),
+    misconceptions=(
+        Misconception(
+            "split-reshape-without-transpose",
+            "Your heads are scrambled: you reshape (B, L, d) straight to (B, h, L, d_h) (or "
+            "merge back with a plain reshape). Split with `.reshape(B, L, h, d_h)"
+            ".transpose(0, 2, 1, 3)` and merge with the inverse; use your split_heads and "
+            "merge_heads.",
+            (
+                _mha_variant(split=_split_no_transpose),
+                _mha_variant(split=_split_no_transpose, merge=_merge_no_transpose),
+            ),
+        ),
+        Misconception(
+            "merge-reshape-without-transpose",
+            "You merge the heads with a plain reshape of (B, h, L, d_h) to (B, L, d), which "
+            "mixes positions. Transpose to (B, L, h, d_h) first, then reshape (your "
+            "merge_heads).",
+            (_mha_variant(merge=_merge_no_transpose),),
+        ),
+        Misconception(
+            "heads-interleaved",
+            "Your heads take every h-th column instead of a contiguous block: head i owns "
+            "columns i*d_h:(i+1)*d_h of X @ W_q (and of X @ W_k, X @ W_v).",
+            (
+                _mha_variant(split=_split_interleaved),
+                _mha_variant(split=_split_interleaved, merge=_merge_interleaved),
+                _mha_variant(merge=_merge_interleaved),
+            ),
+        ),
+        Misconception(
+            "mha-scale-by-sqrt-d-model",
+            "You scale the scores by 1/sqrt(d_model). Each head's queries and keys have width "
+            "d_h = d_model / num_heads, so the scale is 1/sqrt(d_h): the scaled dot-product "
+            "attention of chapter 01, applied to each head, does this for you.",
+            (_mha_variant(scale=lambda d, d_h: d),),
+        ),
+        Misconception(
+            "mha-missing-output-projection",
+            "You return the concatenated heads without the output projection. Multiply the "
+            "merged heads by W_o: out = merge_heads(heads) @ W_o.",
+            (_mha_variant(project=False),),
+        ),
+        Misconception(
+            "mha-weights-transposed",
+            "You multiply by the transposed weights (X @ W.T, the habit of torch.nn.Linear). "
+            "In this book NumPy weights have shape (d_in, d_out) and are used as X @ W.",
+            (_mha_variant(transposed=True),),
+        ),
+        Misconception(
+            "heads-concatenated-reversed",
+            "Your heads are concatenated in reverse order (the last head first). Head 0 goes "
+            "in the first d_h columns, before W_o.",
+            (_mha_variant(merge=_merge_reversed),),
+        ),
+        FLOAT32_OUTPUT,
+        INPUT_MODIFIED,
+    ),
+    forbidden=(
+        "torch.nn.MultiheadAttention",
+        "torch.nn.functional.multi_head_attention_forward",
+        "torch.nn.functional.scaled_dot_product_attention",
+        "mhsa_ref",
+    ),
+    uses=("04.split_heads", "04.merge_heads"),
+)
+
+EXERCISES = (SPLIT_HEADS, MERGE_HEADS, MULTI_HEAD_ATTENTION)

@@ -1,0 +1,12 @@
+"""Chapter 06: the Transformer block.
+
+reference.py        layer_norm (NumPy)
+reference_torch.py  TransformerBlock (and to_torch_encoder_layer)
+exercises.py        06.layer_norm, 06.TransformerBlock
+mistakes.py         the block's misconceptions as wrong modules
+"""
+
+TITLE = "The Transformer block"
+PART = "Port it to PyTorch"
+SUMMARY = "residuals, LayerNorm, Pre-LN vs Post-LN"
+REQUIRES = ("torch",)

@@ -1,0 +1,230 @@
+"""Chapter 06 exercises: layer normalization (NumPy, float64) and the Transformer block
+(PyTorch, float32, graded through the ``run_module`` harness like chapter 05's module).
+
+The fixed cases are chosen so that each mistake below changes the answer on at least one of
+them (tests/ch06/learners.py proves it): rows whose variance is close to eps and an eps
+of 0.5 (so eps inside or outside the sqrt, and d vs d - 1, differ), 3-D inputs (so a wrong axis
+normalizes something else), gamma and beta that are not 1 and 0; blocks with both norm_first
+settings, masks, and feed-forward pre-activations spread over [-4, 4], where GELU, its tanh
+approximation and ReLU disagree.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import reference as ref
+from ...spec import FLOAT32_OUTPUT, INPUT_MODIFIED, Case, Exercise, Misconception, Property, deferred, module_case
+from ...untrusted.harness import Harness
+
+REFERENCE = f"{__package__}.reference_torch"
+MISTAKES = f"{__package__}.mistakes"
+
+# ---------------------------------------------------------------------------------------------
+# 06.layer_norm
+
+
+def _ln_variant(axis=-1, ddof=0, eps_inside=True, affine=True):
+    def layer_norm(x, gamma, beta, eps=1e-5):
+        mean = x.mean(axis=axis, keepdims=True)
+        var = x.var(axis=axis, ddof=ddof, keepdims=True)
+        z = (x - mean) / (np.sqrt(var + eps) if eps_inside else np.sqrt(var) + eps)
+        return z * gamma + beta if affine else z
+
+    return layer_norm
+
+
+def _ln_cases(rng: np.random.Generator) -> list[Case]:
+    names = ("x", "gamma", "beta", "eps")
+
+    def case(name, x, eps=1e-5):
+        d = x.shape[-1]
+        gamma, beta = 1.0 + 0.5 * rng.standard_normal(d), 0.3 * rng.standard_normal(d)
+        return Case(name, (x, gamma, beta, eps), arg_names=names)
+
+    quiet = rng.standard_normal((3, 6)) * np.array([[1.0], [3e-3], [1e-3]])  # var near eps
+    constant = np.vstack([np.full(5, 2.5), rng.standard_normal(5)])
+    cases = [
+        case("one vector (d=6)", rng.standard_normal(6) * 2 + 1),
+        case("rows with variance close to eps", quiet),
+        case("(B, L, d) = (2, 3, 4)", rng.standard_normal((2, 3, 4)) * 3 - 1),
+        case("eps=0.5", rng.standard_normal((4, 5)), eps=0.5),
+        case("a constant row (variance 0)", constant),
+    ]
+    for i in range(2):
+        shape = tuple(int(s) for s in rng.integers(2, 6, size=int(rng.integers(2, 4))))
+        cases.append(case(f"random {i + 1} {shape}", rng.normal(rng.normal(), rng.uniform(0.5, 3), shape)))
+    return cases
+
+
+def _ln_rows_normalized(case: Case, outputs: tuple) -> str | None:
+    x, gamma, beta, _ = case.args
+    out = outputs[0]
+    if out is None or out.shape != x.shape or np.any(np.abs(gamma) < 1e-3) or x.shape[-1] < 2:
+        return None
+    z = (out - beta) / gamma
+    mean = np.abs(z.mean(axis=-1)).max()
+    if mean > 1e-6:
+        return (f"after undoing gamma and beta, your vectors do not have mean 0 along the last axis "
+                f"(largest |mean| {mean:.3g}): take the mean and variance with axis=-1, keepdims=True.")
+    return None
+
+
+LAYER_NORM = Exercise(
+    id="06.layer_norm",
+    name="layer_norm",
+    signature="layer_norm(x, gamma, beta, eps=1e-5)",
+    points=2.0,
+    reference=ref.layer_norm,
+    make_cases=_ln_cases,
+    outputs=("out",),
+    properties=(Property("each vector is normalized along the last axis", _ln_rows_normalized),),
+    misconceptions=(
+        Misconception(
+            "layer-norm-unbiased-variance",
+            "You use the unbiased variance (dividing by d - 1, e.g. ddof=1 or torch.var's "
+            "default). Layer normalization divides by d: it describes this one vector, it does "
+            "not estimate a population's variance. Use x.var(axis=-1, keepdims=True).",
+            (_ln_variant(ddof=1), _ln_variant(ddof=1, eps_inside=False)),
+        ),
+        Misconception(
+            "layer-norm-eps-outside-sqrt",
+            "Is your epsilon inside the sqrt? LayerNorm divides by sqrt(var + eps), not by "
+            "sqrt(var) + eps; the two differ most for vectors whose variance is close to eps.",
+            (_ln_variant(eps_inside=False),),
+        ),
+        Misconception(
+            "layer-norm-wrong-axis",
+            "You normalize over the wrong axis. Each vector is normalized on its own, over its d "
+            "features: the last axis (axis=-1, keepdims=True), not the batch or the sequence, "
+            "and not the whole array.",
+            (_ln_variant(axis=0), _ln_variant(axis=-2), _ln_variant(axis=None),
+             _ln_variant(axis=0, ddof=1)),
+        ),
+        Misconception(
+            "layer-norm-ignores-gamma-beta",
+            "You return the normalized vectors without the learned scale and shift. Finish with "
+            "`* gamma + beta`.",
+            (_ln_variant(affine=False),),
+        ),
+        FLOAT32_OUTPUT,
+        INPUT_MODIFIED,
+    ),
+    forbidden=("torch.nn.functional.layer_norm", "torch.layer_norm", "torch.nn.LayerNorm", "mhsa_ref"),
+)
+
+
+# ---------------------------------------------------------------------------------------------
+# 06.TransformerBlock
+
+
+def _block_state(rng: np.random.Generator, d: int, d_ff: int) -> dict:
+    """Random weights; ff.0's are large enough to spread the GELU's inputs over about [-4, 4]."""
+    f32 = np.float32
+    state = {}
+    for name in ("W_q", "W_k", "W_v", "W_o"):
+        state[f"attn.{name}.weight"] = rng.normal(0.0, 1.0 / np.sqrt(d), (d, d)).astype(f32)
+        state[f"attn.{name}.bias"] = rng.normal(0.0, 0.2, d).astype(f32)
+    for name in ("ln1", "ln2"):
+        state[f"{name}.weight"] = (1.0 + 0.3 * rng.standard_normal(d)).astype(f32)
+        state[f"{name}.bias"] = (0.2 * rng.standard_normal(d)).astype(f32)
+    state["ff.0.weight"] = rng.normal(0.0, 2.0 / np.sqrt(d), (d_ff, d)).astype(f32)
+    state["ff.0.bias"] = rng.normal(0.0, 0.5, d_ff).astype(f32)
+    state["ff.2.weight"] = rng.normal(0.0, 1.0 / np.sqrt(d_ff), (d, d_ff)).astype(f32)
+    state["ff.2.bias"] = rng.normal(0.0, 0.2, d).astype(f32)
+    return state
+
+
+def _block_cases(rng: np.random.Generator) -> list[Case]:
+    def case(name, d, h, d_ff, B, L, norm_first, mask=None):
+        init = {"d_model": d, "num_heads": h, "d_ff": d_ff, "norm_first": norm_first}
+        return module_case(name, rng, init, _block_state(rng, d, d_ff), (B, L, d), mask)
+
+    causal = np.tril(np.ones((5, 5), dtype=bool))
+    padding = (np.arange(6) < np.array([3, 6])[:, None])[:, None, None, :]
+    cases = [
+        case("Pre-LN (norm_first=True), d_model=8, 2 heads, d_ff=16", 8, 2, 16, 2, 5, True),
+        case("Post-LN (norm_first=False), d_model=8, 2 heads, d_ff=16", 8, 2, 16, 2, 5, False),
+        case("Pre-LN with a causal mask", 12, 3, 24, 2, 5, True, causal),
+        case("Post-LN with a padding mask", 12, 4, 32, 2, 6, False, padding),
+    ]
+    for i in range(2):
+        h = int(rng.choice([1, 2, 4]))
+        d = h * int(rng.integers(2, 5))
+        norm_first = bool(rng.integers(2))
+        cases.append(case(f"random {i + 1} ({'Pre' if norm_first else 'Post'}-LN, d_model={d}, {h} heads)",
+                          d, h, 2 * d, int(rng.integers(1, 3)), int(rng.integers(2, 7)), norm_first))
+    return cases
+
+
+TRANSFORMER_BLOCK = Exercise(
+    id="06.TransformerBlock",
+    name="TransformerBlock",
+    signature="class TransformerBlock(nn.Module): __init__(d_model, num_heads, d_ff, dropout=0.0, "
+              "norm_first=True); forward(x, mask=None)",
+    points=3.0,
+    reference=deferred(f"{REFERENCE}:TransformerBlock"),
+    make_cases=_block_cases,
+    outputs=("output", "gradients"),  # named per case: output, x.grad, attn.W_k.bias.grad, ...
+    misconceptions=(
+        Misconception(
+            "block-post-ln-when-pre-ln-asked",
+            "With norm_first=True the block is Pre-LN: the LayerNorm goes inside each residual "
+            "branch, x = x + attn(ln1(x)), then x = x + ff(ln2(x)). Yours normalizes after the "
+            "residual add (Post-LN). Check what each branch of `if self.norm_first:` does.",
+            (deferred(f"{MISTAKES}:AlwaysPostLN"), deferred(f"{MISTAKES}:NormPlacementFlipped")),
+        ),
+        Misconception(
+            "block-pre-ln-when-post-ln-asked",
+            "With norm_first=False the block is Post-LN, as in the original Transformer: "
+            "x = ln1(x + attn(x)), then x = ln2(x + ff(x)). Yours is Pre-LN in both settings.",
+            (deferred(f"{MISTAKES}:AlwaysPreLN"),),
+        ),
+        Misconception(
+            "block-missing-residual",
+            "A residual connection is missing: each sublayer's output is added to its input "
+            "(x + attn(...), x + ff(...)), it does not replace it. Without the addition the "
+            "identity path through the stack is gone, and so is most of the gradient.",
+            (deferred(f"{MISTAKES}:NoAttentionResidual"), deferred(f"{MISTAKES}:NoFeedForwardResidual"),
+             deferred(f"{MISTAKES}:NoResidual")),
+        ),
+        Misconception(
+            "block-mask-not-passed",
+            "Your block ignores the mask: pass it on to the attention sublayer, "
+            "self.attn(..., mask), in both the Pre-LN and the Post-LN branch.",
+            (deferred(f"{MISTAKES}:MaskNotPassed"),),
+        ),
+        Misconception(
+            "block-relu-instead-of-gelu",
+            "Your feed-forward network uses ReLU. This block uses GELU, as BERT and GPT do (and "
+            "nn.TransformerEncoderLayer with activation=\"gelu\"): nn.Sequential(nn.Linear(d_model, "
+            "d_ff), nn.GELU(), nn.Linear(d_ff, d_model)).",
+            (deferred(f"{MISTAKES}:ReLU"),),
+        ),
+        Misconception(
+            "block-gelu-tanh-approximation",
+            "Your GELU is the tanh approximation (nn.GELU(approximate=\"tanh\"), GPT-2's). Use the "
+            "exact one, nn.GELU(), which nn.TransformerEncoderLayer uses too.",
+            (deferred(f"{MISTAKES}:TanhGELU"),),
+        ),
+        Misconception(
+            "block-one-layernorm-for-both",
+            "You use ln1 for both sublayers, so ln2 is never used. Each sublayer has its own "
+            "LayerNorm with its own gamma and beta: ln1 around attention, ln2 around the "
+            "feed-forward network.",
+            (deferred(f"{MISTAKES}:OneLayerNormTwice"),),
+        ),
+    ),
+    forbidden=(
+        "torch.nn.TransformerEncoderLayer",
+        "torch.nn.MultiheadAttention",
+        "torch.nn.functional.multi_head_attention_forward",
+        "mhsa_ref",
+    ),
+    dtype="float32",
+    rtol=1e-4,
+    atol=1e-5,
+    harness=Harness("run_module"),
+)
+
+EXERCISES = (LAYER_NORM, TRANSFORMER_BLOCK)

@@ -1,0 +1,28 @@
+"""What a batch writes, one file per format, each a ``write(results, seed, out)``.
+
+    results_json  results.json: DESIGN.md's schema, for tools
+    gradebook     gradebook.csv: one row per student and exercise, for spreadsheets and LMS imports
+    feedback      feedback/<student>.md and .html, written for the learner
+    gradescope    gradescope/<student>.json: Gradescope's results.json
+    summary       summary.md and summary.png: the class at a glance, misconceptions counted
+
+A new format is a new file here and one line in ``WRITERS``. Everything a submission produced
+(error messages, type names, file names) is untrusted text: every writer escapes it for its
+format, never interprets it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..results import SubmissionResult, results_document
+from . import feedback, gradebook, gradescope, results_json, summary
+
+WRITERS = (results_json.write, gradebook.write, feedback.write, gradescope.write, summary.write)
+
+
+def write_all(results: list[SubmissionResult], seed: int, out: Path) -> dict:
+    """Write every format into ``out``; return the results document."""
+    for write in WRITERS:
+        write(results, seed, Path(out))
+    return results_document(results, seed)

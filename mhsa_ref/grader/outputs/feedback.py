@@ -1,0 +1,67 @@
+"""feedback/<student>.md and .html: each learner's grade, written for the learner."""
+
+from __future__ import annotations
+
+import html
+import re
+from pathlib import Path
+
+from ...untrusted.outcome import PASSED, WORDS
+from ..results import SubmissionResult
+from ..store import write_atomically
+from .names import file_names
+
+
+def _fence(text: str) -> str:
+    """``text`` in a Markdown code fence longer than any backtick run inside it."""
+    longest = max((len(m) for m in re.findall(r"`+", text)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return f"{fence}text\n{text}\n{fence}"
+
+
+def feedback_markdown(r: SubmissionResult) -> str:
+    lines = [f"# Feedback: chapter {r.chapter or '?'}", "",
+             f"Notebook: `{Path(r.path).name}`  ", f"Score: **{r.score:g} / {r.max_score:g}**", ""]
+    if r.error:
+        lines += ["This notebook could not be graded:", "", _fence(r.error), ""]
+    for e in r.exercises:
+        lines += [f"## {e.id}: {WORDS.get(e.status, e.status)} ({e.score:g} / {e.max_score:g})", ""]
+        if e.status != PASSED:
+            lines += [_fence(e.feedback), ""]
+    if r.load_problems:
+        lines += ["## Top-level code that failed while loading", "",
+                  "The grader runs your imports, definitions and simple assignments. These failed:", "",
+                  _fence("\n".join(r.load_problems)), ""]
+    if r.dropped:
+        lines += [f"The grader did not run {len(r.dropped)} top-level statements (plots, `check` calls, "
+                  "loops and the like); it only needs your definitions.", ""]
+    lines += [f"Graded with seed {r.seed}; the cases are the public ones from the notebook plus "
+              "randomized ones drawn from that seed.", ""]
+    return "\n".join(lines)
+
+
+def feedback_html(r: SubmissionResult) -> str:
+    esc = html.escape
+    parts = [f"<!doctype html><meta charset='utf-8'><title>Feedback: {esc(r.student)}</title>",
+             "<style>body{font-family:sans-serif;max-width:50rem;margin:auto;padding:1rem}"
+             "pre{white-space:pre-wrap;background:#f4f4f4;padding:.5rem}</style>",
+             f"<h1>Feedback: chapter {esc(r.chapter or '?')}</h1>",
+             f"<p>Notebook: <code>{esc(Path(r.path).name)}</code><br>Score: <b>{r.score:g} / {r.max_score:g}</b></p>"]
+    if r.error:
+        parts.append(f"<p>This notebook could not be graded:</p><pre>{esc(r.error)}</pre>")
+    for e in r.exercises:
+        parts.append(f"<h2>{esc(e.id)}: {esc(WORDS.get(e.status, e.status))} "
+                     f"({e.score:g} / {e.max_score:g})</h2>")
+        if e.status != PASSED:
+            parts.append(f"<pre>{esc(e.feedback)}</pre>")
+    if r.load_problems:
+        parts.append("<h2>Top-level code that failed while loading</h2><pre>"
+                     + esc("\n".join(r.load_problems)) + "</pre>")
+    parts.append(f"<p>Graded with seed {r.seed}.</p>")
+    return "\n".join(parts) + "\n"
+
+
+def write(results: list[SubmissionResult], seed: int, out: Path) -> None:
+    for r, name in zip(results, file_names(results)):
+        write_atomically(out / "feedback" / f"{name}.md", feedback_markdown(r))
+        write_atomically(out / "feedback" / f"{name}.html", feedback_html(r))

@@ -1,0 +1,75 @@
+"""The durable store of a batch: one file per graded notebook, written atomically as it is known.
+
+``<out>/run.json`` records the batch's seed and chapter; ``<out>/results/<key hash>.json`` holds
+one submission's result with the fingerprint it was graded under (the file's contents, the
+seed, the chapter). A killed batch (even ``kill -9``) therefore loses at most the notebooks in
+flight, and a resumed one takes a stored result only when its fingerprint still matches.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from pathlib import Path
+
+from .results import SubmissionResult
+
+
+def write_atomically(path: Path, text: str | bytes) -> None:
+    """Write via a temporary file and rename: a reader (or a kill -9) never sees half a file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    with os.fdopen(fd, "wb") as f:
+        f.write(text.encode() if isinstance(text, str) else text)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+def fingerprint(path: Path, seed: int, chapter: str | None) -> str:
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    return f"{digest}:{seed}:{chapter}"
+
+
+class Store:
+    def __init__(self, out: Path) -> None:
+        self.out = Path(out)
+        self.results_dir = self.out / "results"
+        self.run_file = self.out / "run.json"
+
+    def start(self, seed: int | None, chapter: str | None, resume: bool, new_seed) -> int:
+        """Open the batch: a resumed one keeps its seed (and refuses another), a fresh one forgets
+        every stored result. Returns the seed."""
+        # Grades are private, and where the sandbox cannot hide the host's files (no namespaces)
+        # its unprivileged user must not read other students' results either.
+        self.out.mkdir(parents=True, exist_ok=True)
+        self.out.chmod(0o700)
+        if resume and self.run_file.exists():
+            state = json.loads(self.run_file.read_text())
+            if seed is not None and seed != state["seed"]:
+                raise ValueError(f"--resume: this batch was graded with seed {state['seed']}, not {seed}")
+            return state["seed"]
+        if self.results_dir.exists():  # a fresh batch never mixes with an old one's results
+            for old in self.results_dir.glob("*.json"):
+                old.unlink()
+        seed = new_seed() if seed is None else seed
+        write_atomically(self.run_file, json.dumps({"seed": seed, "chapter": chapter}))
+        return seed
+
+    def file_for(self, key: str) -> Path:
+        return self.results_dir / f"{hashlib.sha256(key.encode()).hexdigest()[:24]}.json"
+
+    def load(self, key: str, expected_fingerprint: str) -> SubmissionResult | None:
+        """The stored result for ``key`` if it was graded under ``expected_fingerprint``."""
+        file = self.file_for(key)
+        if not file.exists():
+            return None
+        saved = json.loads(file.read_text())
+        if saved.get("fingerprint") != expected_fingerprint:
+            return None
+        return SubmissionResult.from_json(saved["result"])
+
+    def save(self, key: str, fingerprint_: str, result: SubmissionResult) -> None:
+        write_atomically(self.file_for(key), json.dumps({"fingerprint": fingerprint_, "result": result.to_json()}))

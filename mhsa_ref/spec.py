@@ -1,0 +1,143 @@
+"""What an exercise is: the data the in-notebook `check` and the autograder both read.
+
+An exercise is described once, here, as plain data plus trusted functions:
+- ``reference``: the correct implementation;
+- ``make_cases``: the inputs it is called on (fixed cases chosen to expose mistakes, plus
+  randomized ones drawn from a seed that is recorded with every verdict);
+- ``properties``: facts about a correct output that give feedback in the learner's terms;
+- ``misconceptions``: known wrong implementations; an output that matches one of them gets
+  that mistake named.
+
+Nothing here runs the learner's code; see ``mhsa_ref.checks`` (in-process, for notebooks) and
+``mhsa_ref.grader`` (in a sandbox). Each chapter's entries are in ``chapters/chNN/exercises.py``.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from .untrusted.harness import Harness, module_output_names
+
+# A property looks at one case and the learner's outputs; it returns None when the property
+# holds, else a sentence for the learner.
+PropertyFn = Callable[["Case", tuple], "str | None"]
+
+
+@dataclass(frozen=True)
+class Case:
+    """One call of the exercise function: positional arguments in signature order."""
+
+    name: str
+    args: tuple
+    public: bool = True
+    # Names of the arguments, for messages ("your function changed `x` in place").
+    arg_names: tuple[str, ...] = ()
+    # Names of the outputs when they depend on the case (a module's parameter gradients);
+    # otherwise the exercise's ``outputs`` name them.
+    output_names: tuple[str, ...] = ()
+
+    def fresh_args(self) -> tuple:
+        """Deep copies of the arguments, so no call can see another call's mutations."""
+        return tuple(np.array(a, copy=True) if isinstance(a, np.ndarray) else a for a in self.args)
+
+
+@dataclass(frozen=True)
+class Property:
+    name: str
+    holds: PropertyFn
+
+
+@dataclass(frozen=True)
+class Misconception:
+    """A known mistake: an id, the feedback for the learner, and implementations of it.
+
+    ``variants`` are wrong implementations written the way learners write them; an output that
+    agrees with any variant on every case is diagnosed as this misconception. A misconception
+    with no variants is detected by the judge itself (wrong dtype, input modified in place).
+    """
+
+    id: str
+    message: str
+    variants: tuple[Callable[..., Any], ...] = ()
+
+
+@dataclass(frozen=True)
+class Exercise:
+    id: str  # "01.softmax"
+    name: str  # the function name the learner defines
+    signature: str  # as in DESIGN.md's catalog, for messages and docs
+    points: float
+    reference: Callable[..., Any]
+    make_cases: Callable[[np.random.Generator], Sequence[Case]]
+    outputs: tuple[str, ...]  # names of the returned arrays; one name = a bare array
+    properties: tuple[Property, ...] = ()
+    misconceptions: tuple[Misconception, ...] = ()
+    dtype: str = "float64"  # the dtype every output must have
+    rtol: float = 1e-6
+    atol: float = 1e-9
+    # Calls the learner may not use for this exercise (checked by the autograder).
+    forbidden: tuple[str, ...] = ()
+    # Other exercises this one normally calls, for "fails because your softmax fails".
+    uses: tuple[str, ...] = field(default_factory=tuple)
+    # Module exercises (a torch nn.Module class, or a function that returns one): how it is run
+    # on one case (build, load a state dict, forward and backward); the case's arguments are the
+    # harness's. See ``mhsa_ref.untrusted.harness``.
+    harness: Harness | None = None
+
+    @property
+    def chapter(self) -> str:
+        return self.id.split(".", 1)[0]
+
+    def cases(self, seed: int) -> list[Case]:
+        """The fixed cases followed by randomized ones drawn from ``seed``."""
+        return list(self.make_cases(np.random.default_rng(seed)))
+
+    def misconception(self, mid: str) -> Misconception | None:
+        return next((m for m in self.misconceptions if m.id == mid), None)
+
+
+# Mistakes that every NumPy exercise can make; the judge detects them without variants.
+FLOAT32_OUTPUT = Misconception(
+    "float32-output",
+    "Your output is float32, but the NumPy chapters work in float64 (NumPy's default). "
+    "Look for a `dtype=np.float32` or an `.astype(np.float32)` and remove it.",
+)
+INPUT_MODIFIED = Misconception(
+    "input-modified-in-place",
+    "Your function changes its input in place (for example `x -= x.max(...)` or `Q /= ...`). "
+    "The caller's array is not yours to change: write `x = x - ...`, which makes a new array.",
+)
+
+
+def deferred(path: str, *bound: Any) -> Callable[..., Any]:
+    """``module:name``, imported on first call and called with ``bound`` arguments first.
+
+    The PyTorch chapters name their reference modules and wrong implementations this way, so
+    loading the registry imports neither PyTorch nor their code until an exercise runs.
+    """
+    module_name, _, attr = path.partition(":")
+
+    def target(*args: Any, **kwargs: Any) -> Any:
+        return getattr(importlib.import_module(module_name), attr)(*bound, *args, **kwargs)
+
+    target.__name__ = target.__qualname__ = attr
+    target.resolve = lambda: getattr(importlib.import_module(module_name), attr)  # type: ignore[attr-defined]
+    return target
+
+
+def module_case(name: str, rng: np.random.Generator, init_kwargs: dict, state: dict,
+                x_shape: tuple[int, ...], mask: np.ndarray | None = None,
+                parameters: Sequence[str] | None = None) -> Case:
+    """A case of a module exercise: the harness's arguments (``untrusted.harness``), with a random
+    float32 input of ``x_shape``, the mask if there is one, and a random output gradient.
+    Outputs are named after ``parameters`` (by default the keys of ``state``)."""
+    x = rng.standard_normal(x_shape).astype(np.float32)
+    grad_output = rng.standard_normal(x_shape).astype(np.float32)
+    inputs = (x,) if mask is None else (x, mask)
+    return Case(name, (init_kwargs, state, inputs, grad_output),
+                arg_names=("init_kwargs", "state_dict", "inputs", "grad_output"),
+                output_names=module_output_names(parameters or state))

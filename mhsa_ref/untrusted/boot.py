@@ -1,0 +1,381 @@
+"""Start of every sandboxed run: read the plan, isolate this process, then hand over to the runner.
+
+Run as ``python -I -B boot.py RESULT_FD`` with the plan on stdin, or as a zygote (see ``zygote``).
+A sandbox isolates itself in the order Linux allows it:
+
+1. new mount, network, PID, IPC and UTS namespaces (plus a user namespace when not root);
+2. a fresh tmpfs root holding only the system and Python directories, read-only, a stand-in
+   ``mhsa_ref`` without reference code, and a writable /scratch; the old root is detached,
+   so no path leads to the reference, the solutions, the grader's output or other students;
+3. an unprivileged uid when started as root, otherwise every capability dropped;
+4. limits on address space, CPU time, processes, file size and open files.
+
+Where namespaces are refused (some containers), the run continues with whatever of 3 and 4 is
+possible, and reports the weaker isolation so that the results say so.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import resource
+import signal
+import socket
+import importlib
+import importlib.util
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))  # mhsa_ref/untrusted: read before isolation only
+
+
+def _load_untrusted():
+    """This folder as a package of its own, ``mhsa_untrusted``: importing it as ``mhsa_ref.untrusted``
+    would run ``mhsa_ref/__init__.py``, which loads the registry and with it the reference."""
+    spec = importlib.util.spec_from_file_location("mhsa_untrusted", os.path.join(HERE, "__init__.py"),
+                                                  submodule_search_locations=[HERE])
+    package = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = package
+    spec.loader.exec_module(package)
+    return package
+
+
+import numpy as np  # noqa: E402,F401  (before isolation: the learner's code needs it anyway)
+
+untrusted = _load_untrusted()
+protocol = importlib.import_module("mhsa_untrusted.protocol")
+runner = importlib.import_module("mhsa_untrusted.runner")
+
+CLONE_NEWNS, CLONE_NEWUTS, CLONE_NEWIPC = 0x00020000, 0x04000000, 0x08000000
+CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET = 0x10000000, 0x20000000, 0x40000000
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
+MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 16384, 1 << 18
+MS_NOATIME, MS_NODIRATIME, MS_RELATIME = 1024, 2048, 1 << 21
+MNT_DETACH = 2
+PR_SET_PDEATHSIG, PR_CAPBSET_DROP, PR_SET_NO_NEW_PRIVS = 1, 24, 38
+SYS_PIVOT_ROOT = {"x86_64": 155, "aarch64": 41}.get(os.uname().machine)
+SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib64", "/lib32", "/libx32", "/etc")
+DEVICES = ("null", "zero", "random", "urandom")
+
+libc = ctypes.CDLL(None, use_errno=True)
+_STARTED_AS_ROOT = os.getuid() == 0
+
+
+def _check(result: int, what: str) -> None:
+    if result != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"{what}: {os.strerror(err)}")
+
+
+def _mount(source: str | None, target: str, fstype: str | None, flags: int, data: str | None = None) -> None:
+    enc = lambda s: None if s is None else s.encode()  # noqa: E731
+    _check(libc.mount(enc(source), enc(target), enc(fstype), ctypes.c_ulong(flags), enc(data)), f"mount {target}")
+
+
+def _bind_readonly(path: str, target: str) -> None:
+    _mount(path, target, None, MS_BIND | MS_REC)
+    st = os.statvfs(target)
+    keep = 0
+    for st_flag, ms_flag in ((os.ST_NOSUID, MS_NOSUID), (os.ST_NODEV, MS_NODEV), (os.ST_NOEXEC, MS_NOEXEC),
+                             (os.ST_NOATIME, MS_NOATIME), (os.ST_NODIRATIME, MS_NODIRATIME),
+                             (os.ST_RELATIME, MS_RELATIME)):
+        if st.f_flag & st_flag:
+            keep |= ms_flag
+    # Flags a user namespace inherited are locked: keep them, or the remount is refused.
+    _mount(None, target, None, MS_BIND | MS_REMOUNT | MS_RDONLY | keep)
+
+
+def _python_dirs() -> list[str]:
+    """Directories the interpreter and its packages live in, outermost first."""
+    found = [sys.base_prefix, sys.base_exec_prefix, sys.prefix, sys.exec_prefix]
+    found += [p for p in sys.path if p and os.path.isdir(p) and os.path.realpath(p) != HERE]
+    dirs: list[str] = []
+    for path in sorted({os.path.realpath(p) for p in found}, key=len):
+        if not any(path == d or path.startswith(d + "/") for d in dirs + list(SYSTEM_DIRS)):
+            dirs.append(path)
+    return dirs
+
+
+def _import_path() -> list[str]:
+    """This interpreter's import path, resolved (binds sit at real paths), without this folder."""
+    return [os.path.realpath(p) for p in sys.path if p and os.path.realpath(p) != HERE]
+
+
+def _hidden_packages(dirs: list[str]) -> list[str]:
+    """Installed copies of the real package (non-editable installs) that must not be visible."""
+    return [os.path.join(d, "mhsa_ref") for d in dirs if os.path.isdir(os.path.join(d, "mhsa_ref"))]
+
+
+def _install_library(lib: str, files: dict[str, str]) -> None:
+    for relative, text in files.items():
+        path = os.path.join(lib, relative)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "w") as f:
+            f.write(text)
+
+
+def _build_root(root: str, files: dict[str, str], size_mb: int) -> list[str]:
+    _mount(None, "/", None, MS_REC | MS_PRIVATE)
+    _mount("tmpfs", root, "tmpfs", MS_NOSUID | MS_NODEV, f"size={size_mb}m,mode=0755")
+    dirs = _python_dirs()
+    for path in list(SYSTEM_DIRS) + dirs:
+        if not os.path.lexists(path):
+            continue
+        target = root + path
+        if os.path.islink(path):
+            os.makedirs(os.path.dirname(target), exist_ok=True)
+            os.symlink(os.readlink(path), target)
+            continue
+        os.makedirs(target, exist_ok=True)
+        _bind_readonly(path, target)
+    for package in _hidden_packages(dirs):
+        _mount("tmpfs", root + package, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV, "size=4k,mode=0555")
+    os.makedirs(root + "/dev")
+    for name in DEVICES:
+        open(root + "/dev/" + name, "w").close()
+        _mount("/dev/" + name, root + "/dev/" + name, None, MS_BIND)
+    for name in ("scratch", "tmp"):  # /tmp may exist already: a venv under /tmp is bound inside it
+        os.makedirs(root + "/" + name, exist_ok=True)
+        os.chmod(root + "/" + name, 0o1777)
+    _install_library(root + "/opt/mhsa", files)
+    os.chdir(root)
+    if SYS_PIVOT_ROOT is None:
+        raise OSError("pivot_root: unknown system call number on this machine")
+    _check(libc.syscall(SYS_PIVOT_ROOT, b".", b"."), "pivot_root")
+    _check(libc.umount2(b".", MNT_DETACH), "detach the old root")
+    os.chdir("/scratch")
+    return ["/opt/mhsa"] + _import_path()
+
+
+FD = -1  # the results pipe
+
+
+def _enter_namespaces() -> bool:
+    """Unshare; on success fork so that the child is PID 1 of the new PID namespace."""
+    uid, gid = os.getuid(), os.getgid()
+    flags = CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS
+    if uid != 0:
+        flags |= CLONE_NEWUSER
+    if libc.unshare(flags) != 0:
+        return False
+    if uid != 0:
+        for name, text in (("setgroups", "deny"), ("uid_map", f"0 {uid} 1"), ("gid_map", f"0 {gid} 1")):
+            with open(f"/proc/self/{name}", "w") as f:
+                f.write(text)
+    pid = os.fork()
+    if pid:  # the outer process only waits: the results come from PID 1
+        os.close(FD)
+        _, status = os.waitpid(pid, 0)
+        os._exit(os.waitstatus_to_exitcode(status) & 0xFF)
+    libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    return True
+
+
+def _drop_privileges(sandbox_uid: int) -> str:
+    if _STARTED_AS_ROOT:
+        os.setgroups([])
+        os.setresgid(sandbox_uid, sandbox_uid, sandbox_uid)
+        os.setresuid(sandbox_uid, sandbox_uid, sandbox_uid)
+        who = f"uid {sandbox_uid}"
+    else:  # root only inside our own user namespace: drop every capability instead
+        for cap in range(64):
+            if libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0:
+                break
+
+        class Header(ctypes.Structure):
+            _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+        data = (ctypes.c_uint32 * 6)()
+        libc.capset(ctypes.byref(Header(0x20080522, 0)), data)
+        who = "no capabilities"
+    libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
+    return who
+
+
+# Calls graded code never needs and a sandbox must not allow: new namespaces (a fresh user
+# namespace would hand back capabilities), mounts, tracing other processes, kernel keyrings,
+# eBPF, perf, loading modules, handle-based opens. x86_64 numbers; other machines skip this.
+_DENIED_SYSCALLS = {
+    "unshare": 272, "setns": 308, "mount": 165, "umount2": 166, "pivot_root": 155, "chroot": 161,
+    "ptrace": 101, "process_vm_readv": 310, "process_vm_writev": 311, "keyctl": 250,
+    "add_key": 248, "request_key": 249, "bpf": 321, "perf_event_open": 298, "userfaultfd": 323,
+    "kexec_load": 246, "init_module": 175, "finit_module": 313, "delete_module": 176,
+    "open_by_handle_at": 304, "name_to_handle_at": 303, "fsopen": 430, "fsmount": 432,
+    "move_mount": 429, "open_tree": 428,
+}
+_NAMESPACE_FLAGS = CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNET | 0x02000000
+
+
+def _seccomp() -> bool:
+    """Install a seccomp filter that refuses ``_DENIED_SYSCALLS`` (EPERM), ``clone`` with
+    namespace flags (EPERM) and ``clone3`` (ENOSYS, so that the C library falls back to clone).
+    Returns False where it cannot (not x86_64, or the kernel refuses)."""
+    if os.uname().machine != "x86_64":
+        return False
+    ld_w_abs, jeq, jge, jset, ret = 0x20, 0x15, 0x35, 0x45, 0x06
+    allow, errno, kill = 0x7FFF0000, 0x00050000, 0x80000000
+    program: list[tuple] = [(ld_w_abs, None, None, 4), (jeq, None, "kill", 0xC000003E),  # AUDIT_ARCH_X86_64
+                            (ld_w_abs, None, None, 0), (jge, "deny", None, 0x40000000)]  # x32 calls
+    program += [(jeq, "deny", None, nr) for nr in _DENIED_SYSCALLS.values()]
+    program += [(jeq, "enosys", None, 435), (jeq, None, "allow", 56),  # clone3, clone
+                (ld_w_abs, None, None, 16), (jset, "deny", "allow", _NAMESPACE_FLAGS)]  # clone's flags
+    labels = {"allow": len(program), "deny": len(program) + 1, "enosys": len(program) + 2,
+              "kill": len(program) + 3}
+    program += [(ret, None, None, allow), (ret, None, None, errno | 1), (ret, None, None, errno | 38),
+                (ret, None, None, kill)]
+
+    class Instruction(ctypes.Structure):
+        _fields_ = [("code", ctypes.c_uint16), ("jt", ctypes.c_uint8), ("jf", ctypes.c_uint8),
+                    ("k", ctypes.c_uint32)]
+
+    class Program(ctypes.Structure):
+        _fields_ = [("len", ctypes.c_uint16), ("filter", ctypes.POINTER(Instruction))]
+
+    def offset(target, i):  # jumps are relative to the next instruction; None falls through
+        return 0 if target is None else labels[target] - i - 1
+
+    code = (Instruction * len(program))(*[
+        Instruction(c, offset(t, i), offset(f, i), k) for i, (c, t, f, k) in enumerate(program)])
+    fprog = Program(len(program), code)
+    PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 22, 2
+    return libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(fprog), 0, 0) == 0
+
+
+def _vm_size() -> int:
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmSize:"):
+                return int(line.split()[1]) * 1024
+    return 0
+
+
+def _limits(limits: dict, vm_size: int, processes: int) -> None:
+    mb = 1 << 20
+    for which, value in (
+        (resource.RLIMIT_AS, vm_size + limits["memory_mb"] * mb),
+        (resource.RLIMIT_CPU, limits["cpu_s"]),
+        (resource.RLIMIT_NPROC, processes),
+        (resource.RLIMIT_FSIZE, limits["file_mb"] * mb),
+        (resource.RLIMIT_NOFILE, 256),
+        (resource.RLIMIT_CORE, 0),
+    ):
+        resource.setrlimit(which, (value, value))
+
+
+def _own_processes() -> int:
+    uid = os.getuid()
+    count = 0
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                count += os.stat(f"/proc/{entry}").st_uid == uid
+            except OSError:
+                pass
+    return count
+
+
+FILES = untrusted.standin_files()
+
+
+def sandbox(plan_stream, result_fd: int) -> None:
+    """Read one plan, isolate this process, run the submission; never returns."""
+    global FD
+    FD = result_fd
+    header, blobs = protocol.read_frame(plan_stream, None, [1 << 31])
+    plan = header["plan"]
+    limits = plan["limits"]
+    out = os.fdopen(FD, "wb")
+    # RLIMIT_NPROC counts every process of the uid: as root the sandbox has a uid of its own,
+    # otherwise it shares the caller's, whose existing processes must not count against it.
+    processes = limits["processes"] + (0 if _STARTED_AS_ROOT else _own_processes())
+    vm_size = _vm_size()
+    notes = []
+    try:
+        if not plan["namespaces"]:
+            raise OSError(0, "namespaces turned off (MHSA_GRADER_NAMESPACES=0)")
+        if not _enter_namespaces():
+            raise OSError(ctypes.get_errno(), "namespaces refused")
+        sys.path[:] = _build_root(plan["root"], FILES, limits["scratch_mb"])
+        isolation = "namespaces"
+    except OSError as exc:
+        # Namespaces refused (e.g. a container without CAP_SYS_ADMIN): run in a private
+        # directory of the host, and say what that means.
+        if os.getpid() == 1:  # namespaces half made: never run unisolated inside them
+            protocol.write_frame(out, {"type": "fatal", "nonce": plan["nonce"], "error": str(exc)})
+            os._exit(3)
+        lib = os.path.join(plan["root"], "lib")
+        _install_library(lib, FILES)
+        scratch = os.path.join(plan["root"], "scratch")
+        os.makedirs(scratch)
+        if _STARTED_AS_ROOT:
+            for path in (plan["root"], scratch):
+                os.chown(path, plan["uid"], plan["uid"])
+        os.chdir(scratch)
+        sys.path[:] = [lib] + _import_path()
+        isolation = "none"
+        notes.append(f"namespaces unavailable ({exc.strerror or exc})")
+    _limits(limits, vm_size, processes)
+    who = _drop_privileges(plan["uid"])
+    if not _seccomp():
+        notes.append("no seccomp filter on this machine")
+    if isolation == "none":
+        isolation = "unprivileged user only" if _STARTED_AS_ROOT else "none"
+    for fd in (0, 1, 2):  # the learner's prints go nowhere: nothing they print is ever read
+        os.dup2(os.open(os.devnull, os.O_RDWR), fd)
+    os.environ.clear()
+    os.environ.update({"HOME": os.getcwd(), "TMPDIR": os.getcwd(), "OMP_NUM_THREADS": "1",
+                       "PATH": "/usr/bin:/bin"})
+    protocol.write_frame(out, {"type": "ready", "nonce": plan["nonce"], "isolation": isolation,
+                               "user": who, "notes": notes})
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a too-large write fails instead of killing
+    runner.run(plan, blobs, out)
+    out.flush()
+    os._exit(0)
+
+
+def zygote(control_fd: int) -> None:
+    """Serve sandboxes by forking this process, whose imports (NumPy, and PyTorch once a plan
+    needs it) are then paid once per grader worker instead of once per submission.
+
+    It never reads a plan or runs submitted code itself: each request passes the two pipe ends
+    of one sandbox; the forked child reads its plan from them and isolates itself as usual.
+    """
+    control = socket.socket(fileno=control_fd)
+    libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)  # never outlive the grader worker
+    while True:
+        try:
+            message, fds, _, _ = socket.recv_fds(control, 4096, 2)
+        except OSError:
+            os._exit(0)
+        if not message:
+            os._exit(0)
+        request = json.loads(message)
+        if request["op"] == "spawn":
+            if request.get("torch"):
+                try:
+                    import torch  # noqa: F401
+                except ImportError:
+                    pass
+            pid = os.fork()
+            if pid == 0:
+                control.close()
+                os.setsid()  # its own process group, which the grader kills as a whole
+                plan_fd, result_fd = fds
+                try:
+                    sandbox(os.fdopen(plan_fd, "rb"), result_fd)
+                finally:
+                    os._exit(1)
+            for fd in fds:
+                os.close(fd)
+            control.sendall(json.dumps({"pid": pid}).encode())
+        elif request["op"] == "wait":
+            done, status = os.waitpid(request["pid"], 0 if request.get("block", True) else os.WNOHANG)
+            code = os.waitstatus_to_exitcode(status) if done else None
+            control.sendall(json.dumps({"status": code}).encode())
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] == ["--zygote"]:
+        zygote(int(sys.argv[2]))
+    else:  # one sandbox: the plan on stdin, the results pipe named in the plan
+        sandbox(sys.stdin.buffer, int(sys.argv[1]))

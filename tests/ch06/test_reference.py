@@ -1,0 +1,146 @@
+"""Chapter 06's reference, checked against independent oracles: nn.LayerNorm and
+nn.TransformerEncoderLayer, plus properties of normalization and of the residual path."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import arrays
+from torch import nn
+
+from mhsa_ref.chapters.ch06.reference_torch import TransformerBlock, to_torch_encoder_layer
+from mhsa_ref.chapters.ch06.reference import layer_norm
+from mhsa_ref.chapters.ch05.reference_torch import mha_mask
+
+
+def test_layer_norm_equals_nn_layernorm():
+    rng = np.random.default_rng(0)
+    x = rng.normal(3.0, 2.0, (2, 5, 7))
+    ln = nn.LayerNorm(7, eps=1e-3, dtype=torch.float64)
+    with torch.no_grad():
+        ln.weight.copy_(torch.from_numpy(rng.normal(1.0, 0.5, 7)))
+        ln.bias.copy_(torch.from_numpy(rng.normal(0.0, 0.5, 7)))
+    expected = ln(torch.from_numpy(x)).detach().numpy()
+    got = layer_norm(x, ln.weight.detach().numpy(), ln.bias.detach().numpy(), eps=1e-3)
+    np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-12)
+    assert got.dtype == np.float64
+
+
+@settings(max_examples=40, deadline=None)
+@given(x=arrays(np.float64, st.tuples(st.integers(1, 4), st.integers(1, 9)),
+                elements=st.floats(-1e3, 1e3, allow_nan=False)),
+       eps=st.sampled_from([1e-5, 1e-2, 1.0]))
+def test_property_layer_norm_equals_torch(x, eps):
+    d = x.shape[-1]
+    gamma, beta = np.linspace(0.5, 2.0, d), np.linspace(-1.0, 1.0, d)
+    expected = F.layer_norm(torch.from_numpy(x), (d,), torch.from_numpy(gamma), torch.from_numpy(beta), eps)
+    np.testing.assert_allclose(layer_norm(x, gamma, beta, eps), expected.numpy(), rtol=1e-9, atol=1e-9)
+
+
+@settings(max_examples=30, deadline=None)
+@given(x=arrays(np.float64, (3, 6), elements=st.floats(-100, 100, allow_nan=False)),
+       scale=st.floats(0.01, 100), shift=st.floats(-100, 100))
+def test_property_layer_norm_ignores_scale_and_shift_of_each_vector(x, scale, shift):
+    x = x + np.arange(6)  # no constant rows: their variance is 0 and eps decides
+    ones, zeros = np.ones(6), np.zeros(6)
+    np.testing.assert_allclose(layer_norm(scale * x + shift, ones, zeros, eps=0.0),
+                               layer_norm(x, ones, zeros, eps=0.0), rtol=1e-7, atol=1e-7)
+    out = layer_norm(x, ones, zeros, eps=0.0)
+    np.testing.assert_allclose(out.mean(-1), 0.0, atol=1e-9)
+    np.testing.assert_allclose(out.var(-1), 1.0, rtol=1e-9)
+
+
+def test_layer_norm_constant_vector_gives_beta_and_leaves_inputs_alone():
+    x, gamma, beta = np.full((2, 4), 3.0), np.full(4, 2.0), np.arange(4.0)
+    copies = [a.copy() for a in (x, gamma, beta)]
+    np.testing.assert_array_equal(layer_norm(x, gamma, beta), np.broadcast_to(beta, (2, 4)))
+    for a, b in zip((x, gamma, beta), copies):
+        np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("args, match", [
+    ((np.ones((2, 4)), np.ones(3), np.zeros(4)), r"gamma must have shape \(d,\) = \(4,\) to match x of shape \(2, 4\), got \(3,\)"),
+    ((np.ones((2, 4)), np.ones(4), np.zeros((1, 4))), r"beta must have shape"),
+    ((np.ones((2, 4)), np.ones(4), np.zeros(4), -1.0), r"eps must be a number >= 0"),
+    ((np.float64(3.0), np.ones(1), np.zeros(1)), r"x must have at least 1 dimensions"),
+    ((np.array(["a"]), np.ones(1), np.zeros(1)), r"x must hold real numbers"),
+])
+def test_layer_norm_bad_input_gets_a_clear_error(args, match):
+    with pytest.raises((ValueError, TypeError), match=match):
+        layer_norm(*args)
+
+
+def _block(norm_first, d=16, h=4, d_ff=32, seed=0):
+    torch.manual_seed(seed)
+    block = TransformerBlock(d, h, d_ff, norm_first=norm_first).double()
+    with torch.no_grad():  # LayerNorm starts at gamma=1, beta=0: make every parameter count
+        for p in block.parameters():
+            p.add_(0.2 * torch.randn_like(p))
+    return block
+
+
+@pytest.mark.parametrize("norm_first", [True, False], ids=["pre-ln", "post-ln"])
+@pytest.mark.parametrize("masked", [False, True], ids=["no-mask", "causal"])
+def test_block_equals_transformer_encoder_layer_in_value_and_gradient(norm_first, masked):
+    block = _block(norm_first)
+    layer = to_torch_encoder_layer(block)
+    assert layer.norm_first == norm_first and layer.activation is F.gelu
+    mask = torch.tril(torch.ones(6, 6, dtype=torch.bool)) if masked else None
+    x1 = torch.randn(3, 6, 16, dtype=torch.float64, requires_grad=True)
+    x2 = x1.detach().clone().requires_grad_()
+    ours = block(x1, mask)
+    theirs = layer(x2, src_mask=None if mask is None else mha_mask(mask, 4))
+    torch.testing.assert_close(ours, theirs, rtol=1e-10, atol=1e-12)
+    g = torch.randn_like(ours)
+    ours.backward(g)
+    theirs.backward(g)
+    torch.testing.assert_close(x1.grad, x2.grad, rtol=1e-10, atol=1e-12)
+    torch.testing.assert_close(block.ff[0].weight.grad, layer.linear1.weight.grad, rtol=1e-10, atol=1e-12)
+    torch.testing.assert_close(block.ln2.weight.grad, layer.norm2.weight.grad, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("norm_first", [True, False], ids=["pre-ln", "post-ln"])
+def test_block_equals_encoder_layer_fast_inference_path(norm_first):
+    # In eval mode without grad, nn.TransformerEncoderLayer takes a fused native path (float32).
+    block = _block(norm_first).float().eval()
+    layer = to_torch_encoder_layer(block).eval()
+    x = torch.randn(2, 5, 16)
+    with torch.no_grad():
+        torch.testing.assert_close(block(x), layer(x), rtol=1e-4, atol=1e-5)
+
+
+def test_pre_ln_residual_path_is_the_identity_when_the_sublayers_are_silent():
+    pre, post = _block(True), _block(False)
+    for block in (pre, post):
+        with torch.no_grad():  # sublayers whose outputs are zero
+            for lin in (block.attn.W_o, block.ff[2]):
+                lin.weight.zero_()
+                lin.bias.zero_()
+    x = torch.randn(2, 5, 16, dtype=torch.float64) * 3 + 1
+    torch.testing.assert_close(pre(x), x)  # Pre-LN: nothing on the highway normalizes x
+    expected = post.ln2(post.ln1(x))  # Post-LN: every block's output goes through the norms
+    torch.testing.assert_close(post(x), expected)
+
+
+def test_block_dropout_only_in_training_and_state_dict_is_the_contracts():
+    torch.manual_seed(0)
+    block = TransformerBlock(8, 2, 16, dropout=0.5).double()
+    names = {n.rsplit(".", 1)[0] for n in block.state_dict()}
+    assert names == {"attn.W_q", "attn.W_k", "attn.W_v", "attn.W_o", "ln1", "ln2", "ff.0", "ff.2"}
+    assert isinstance(block.ff[1], nn.GELU) and block.ff[1].approximate == "none"
+    x = torch.randn(1, 4, 8, dtype=torch.float64)
+    block.train()
+    assert not torch.allclose(block(x), block(x))
+    block.eval()
+    assert torch.equal(block(x), block(x))
+
+
+def test_block_bad_input_gets_a_clear_error():
+    with pytest.raises(ValueError, match=r"d_ff must be a positive int, got d_ff=0"):
+        TransformerBlock(8, 2, 0)
+    with pytest.raises(ValueError, match=r"d_model=10 is not divisible by num_heads=4"):
+        TransformerBlock(10, 4, 16)
