@@ -352,7 +352,9 @@ def test_resume_after_kill_9_loses_and_duplicates_nothing(tmp_path):
     proc.wait()
     kept = {p.name: p.stat().st_mtime_ns for p in results.glob("*.json")}
     assert 2 <= len(kept) < n, "the kill should land mid-batch"
-    assert not list(results.glob(".*")) or all(p.stat().st_size >= 0 for p in results.glob(".*"))
+    for p in results.glob("*.json"):  # a kill -9 leaves whole results or none: never half a file
+        saved = json.loads(p.read_text())
+        assert set(saved) == {"fingerprint", "result"} and saved["result"]["student"].startswith("student")
     subprocess.run(cmd[:-1] + ["--resume", "--no-progress"], check=True, capture_output=True)
     doc = json.loads((out / "results.json").read_text())
     students = [s["student"] for s in doc["submissions"]]
@@ -651,3 +653,78 @@ def test_the_sandbox_refuses_namespaces_mounts_and_ptrace_but_not_threads_or_for
     path = save(notebook(probe), tmp_path / "01_attention_numpy.ipynb")
     feedback = by_id(grade_notebook(path, "s", seed=1, limits=FAST))["01.softmax"].feedback
     assert "unshare=-1,1 mount=-1,1 ptrace=-1,1 chroot=-1,1 fork=7" in feedback, feedback
+
+
+# =============================================================================================
+# Defects found while reshaping the package (issue 11), each reproduced first
+
+
+def test_a_comment_ending_in_a_question_mark_keeps_its_line():
+    # A line-based filter once deleted any line whose comment ended in "?": the function then
+    # returned None in the grader while `check` passed it.
+    code = """
+import numpy as np
+from mhsa_ref import exercise
+
+@exercise
+def softmax(x, axis=-1):
+    e = np.exp(x - x.max(axis=axis, keepdims=True))  # why subtract the max?
+    return e / e.sum(axis=axis, keepdims=True)  # is this the right axis?
+"""
+    extracted = extract(notebook(code))
+    assert "return e / e.sum(axis=axis, keepdims=True)" in extracted.code
+    assert "x.max(axis=axis, keepdims=True)" in extracted.code
+
+
+def test_ipython_syntax_is_dropped_and_reported_wherever_it_is(tmp_path):
+    nb = notebook("%matplotlib inline\nimport numpy as np\nfiles = !ls\nnp.sum?",
+                  SOFTMAX_OK.replace("import numpy as np\n", ""), "%%time\nx = 1")
+    extracted = extract(nb)
+    assert "get_ipython" not in extracted.code and "files" not in extracted.code
+    assert "import numpy as np" in extracted.code
+    assert sum("IPython syntax" in d for d in extracted.dropped) == 3
+    assert any("cell magic" in d for d in extracted.dropped)
+    path = save(nb, tmp_path / "01_attention_numpy.ipynb")
+    assert by_id(grade_notebook(path, "s", seed=1, limits=FAST))["01.softmax"].status == "passed"
+
+
+def test_a_chapter_given_as_1_means_chapter_01(tmp_path):
+    # `--chapter 1` was silently ignored, while `gradescope-bundle 1` accepted it.
+    path = save(notebook(SOFTMAX_OK, chapter=None), tmp_path / "in" / "homework.ipynb")
+    out = tmp_path / "out"
+    proc = subprocess.run([sys.executable, "-m", "mhsa_ref.grader.cli", str(path), "--out", str(out),
+                           "--jobs", "1", "--chapter", "1", "--no-progress", "--json", "-"],
+                          capture_output=True, text=True, check=True)
+    sub = json.loads(proc.stdout)["submissions"][0]
+    assert (sub["chapter"], sub["score"], sub["error"]) == ("01", 2.0, None)
+    bad = subprocess.run([sys.executable, "-m", "mhsa_ref.grader.cli", str(path), "--out", str(out),
+                          "--chapter", "chapter one"], capture_output=True, text=True)
+    assert bad.returncode == 2 and "--chapter: there is no chapter 'chapter one'" in bad.stderr
+
+
+@pytest.mark.parametrize("raise_it, words", [
+    ("raise MemoryError('no room for the scores')", "MemoryError: no room for the scores"),
+    ("raise RuntimeError('[enforce fail at alloc_cpu.cpp:121] DefaultCPUAllocator: not enough memory: "
+     "you tried to allocate 8589934592 bytes.')", "RuntimeError: [enforce fail"),
+])
+def test_out_of_memory_reads_the_same_in_check_and_in_the_grader(tmp_path, raise_it, words):
+    # A sandboxed MemoryError read "MemoryError: MemoryError: ...", and PyTorch's allocation
+    # failure was out of memory in the grader but an error in `check`.
+    from mhsa_ref.checks import evaluate
+
+    code = f"""
+from mhsa_ref import exercise
+
+@exercise
+def softmax(x, axis=-1):
+    {raise_it}
+"""
+    namespace: dict = {}
+    exec(textwrap.dedent(code), namespace)
+    in_check = evaluate(namespace["softmax"], "01.softmax")
+    path = save(notebook(code), tmp_path / "01_attention_numpy.ipynb")
+    graded = by_id(grade_notebook(path, "s", seed=0, limits=FAST))["01.softmax"]
+    assert in_check.status == graded.status == "out_of_memory"
+    for feedback in (in_check.feedback, graded.feedback):
+        assert words in feedback
+        assert feedback.count(words.split(":")[0] + ":") == 1, feedback
