@@ -1,6 +1,7 @@
 # make book   build the book into _build/html (sets up .venv on first use, fetches _vendor/)
 # make vendor fetch MathJax and the widget manager into _vendor/ (npm), served by the book
 # make test   run every test: reference, exercises, generator, notebooks (sets up .venv on first use)
+# make test-fast  every test but the slow ones (notebooks, Colab, browser): about a minute
 # make assign regenerate book/ from solutions/
 # Override the environment's location with VENV=path (CI uses a fresh one).
 
@@ -8,7 +9,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: setup vendor book test assign clean
+.PHONY: setup vendor book test test-fast assign clean
 
 setup: $(STAMP)
 
@@ -51,6 +52,9 @@ book: $(STAMP) $(VENDOR_STAMP)
 
 test: $(STAMP)
 	$(PY) -m pytest
+
+test-fast: $(STAMP)
+	$(PY) -m pytest -m "not slow"
 
 assign: $(STAMP)
 	$(PY) -m mhsa_ref.assign

@@ -3,7 +3,8 @@
 Times, side by side in one run (interleaved, median of N repeats, so a noisy shared machine
 affects every contender alike):
 
-    ours (fast)       chapter 05's MultiHeadSelfAttention (mhsa_ref/chapters/ch05), the F.scaled_dot_product_attention path
+    ours (fast)       chapter 05's MultiHeadSelfAttention (mhsa_ref/chapters/ch05/reference_torch.py),
+                      the F.scaled_dot_product_attention path
     ours (explicit)   the same module with ``fast = False`` (softmax(q k^T / sqrt(d_h)) v spelled out)
     nn.MHA            nn.MultiheadAttention(batch_first=True) with the same weights, need_weights=False
     nn.MHA weights    the same, with its default need_weights=True (it then returns averaged weights)

@@ -9,7 +9,10 @@ For every ``solutions/NN_slug.ipynb`` it
 - strips outputs and execution counts (both notebooks: outputs are never committed);
 - replaces each ``### BEGIN SOLUTION`` ... ``### END SOLUTION`` region with a stub that raises
   ``NotImplementedError`` at the same indentation, and drops cells tagged ``solution-only``;
-- stamps ``metadata.mhsa_ref`` (chapter id, source) into the learner notebook.
+- stamps ``metadata.mhsa_ref`` (chapter id, source) into the learner notebook;
+
+and writes the book's contents from the chapters (``mhsa_ref.contents``): ``_toc.yml``, the
+front page's map and table, the README's table.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from . import contents
 from .notebooks import BEGIN, END, METADATA_KEY, SETUP_TAG, SOLUTION_ONLY_TAG, STUB
 from .notebooks import NAME as NOTEBOOK_NAME
 from .notebooks import is_setup_cell, tags
@@ -133,11 +137,15 @@ def _dump(nb) -> str:
 
 
 def plan(root: Path) -> dict[Path, str]:
-    """Every file the generator owns, mapped to the exact text it should contain."""
+    """Every file the generator owns, mapped to the exact text it should contain: the learner
+    notebooks, the tidied solutions, and the contents generated from the chapters."""
     import nbformat
 
     config = BookConfig.load(root)
-    files: dict[Path, str] = {}
+    try:
+        files: dict[Path, str] = contents.generated(root)
+    except contents.ContentsError as exc:
+        raise AssignError(str(exc)) from None
     sources = sorted((root / "solutions").glob("*.ipynb"))
     for path in sources:
         match = NOTEBOOK_NAME.match(path.name)

@@ -71,7 +71,7 @@ def test_learner_notebooks_hold_no_solution_and_no_outputs():
 
 
 def _copy_book(tmp_path: Path) -> Path:
-    for name in ("_config.yml", "solutions", "book"):
+    for name in ("_config.yml", "_toc.yml", "README.md", "solutions", "book"):
         src = ROOT / name
         (shutil.copytree if src.is_dir() else shutil.copy)(src, tmp_path / name)
     return tmp_path

@@ -32,6 +32,8 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
+
+pytestmark = pytest.mark.slow  # a built book and headless Chromium
 import yaml
 
 from .conftest import ROOT

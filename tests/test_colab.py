@@ -5,7 +5,9 @@ matplotlib, ipywidgets, ipykernel and torch, but not ``mhsa_ref``: the notebook'
 has to install it (from the repository, ``git+<repository.url>@main``). This test builds such
 an environment (a clean virtual environment, CPU torch first), removes ``mhsa_ref`` before
 each notebook, points the setup cell at this repository with ``MHSA_REF_SOURCE`` and executes
-the whole notebook with a kernel from that environment, in an empty working directory.
+the whole notebook with a kernel from that environment, in an empty working directory. The same
+run then asks the kernel what ``evaluate`` says of each exercise: every one is still to do, the
+reference standing in for it (this is the one test run of each learner notebook).
 
 The install source is ``git+file://<this repository>@<HEAD commit>``: what is committed, as
 Colab would see it once pushed. A notebook that only works with uncommitted changes to
@@ -20,17 +22,18 @@ import subprocess
 import sys
 from pathlib import Path
 
-import nbformat
 import pytest
 
+from mhsa_ref import exercises
+
 from .conftest import ROOT
+from .notebook_run import execute
 
 NOTEBOOKS = sorted(p.name for p in (ROOT / "book").glob("[0-9][0-9]_*.ipynb"))
 # What a Colab runtime has preinstalled (of what the book uses). torch first: on a machine
 # without a GPU, torch==2.13.0 is the CPU build; a bare `torch` would pull CUDA (several GB).
 TORCH = "torch==2.13.0"
 COLAB_PACKAGES = ["numpy", "matplotlib", "ipywidgets", "ipykernel"]
-CELL_TIMEOUT = 120  # as _config.yml's execute.timeout
 
 
 def _git(*args: str) -> str:
@@ -69,11 +72,11 @@ def _has_mhsa_ref(python: Path, cwd: Path) -> str | None:
     return out or None
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", NOTEBOOKS)
 def test_notebook_runs_in_a_fresh_colab_like_runtime(name, colab_env, tmp_path):
     from jupyter_client.kernelspec import KernelSpecManager
     from jupyter_client.manager import KernelManager
-    from nbclient import NotebookClient
     from nbclient.exceptions import CellExecutionError
 
     python = colab_env["python"]
@@ -81,13 +84,12 @@ def test_notebook_runs_in_a_fresh_colab_like_runtime(name, colab_env, tmp_path):
                    capture_output=True)
     assert _has_mhsa_ref(python, tmp_path) is None, "mhsa_ref is still importable before the setup cell"
 
-    nb = nbformat.read(ROOT / "book" / name, as_version=4)
     km = KernelManager(kernel_name="colab",
                        kernel_spec_manager=KernelSpecManager(kernel_dirs=[str(colab_env["kernels"])]))
-    client = NotebookClient(nb, km=km, timeout=CELL_TIMEOUT, allow_errors=False,
-                            resources={"metadata": {"path": str(tmp_path)}})
+    chapter = name[:2]
     try:
-        client.execute(env=colab_env["env"])
+        nb, statuses = execute(ROOT / "book" / name, chapter, seeds=(0,), cwd=tmp_path, km=km,
+                               env=colab_env["env"])
     except CellExecutionError as exc:
         dirty = _git("status", "--porcelain", "--", "mhsa_ref", "pyproject.toml")
         note = (f"\nNote: mhsa_ref/ or pyproject.toml has uncommitted changes, and Colab (like this "
@@ -100,3 +102,6 @@ def test_notebook_runs_in_a_fresh_colab_like_runtime(name, colab_env, tmp_path):
     setup = next(c for c in nb.cells if "setup" in c.metadata.get("tags", []))
     printed = "".join(o.get("text", "") for o in setup.outputs if o.get("output_type") == "stream")
     assert "mhsa_ref is ready" in printed, printed
+    # Every exercise is still the learner's to write; the reference stood in for each of them.
+    assert statuses == {ex.id: ["not_implemented"] for ex in exercises.for_chapter(chapter)}, statuses
+    assert nb.metadata["mhsa_ref"]["chapter"] == chapter

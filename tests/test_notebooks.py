@@ -1,59 +1,35 @@
-"""The chapter notebooks against the registry: solutions pass every check, learners start at zero.
+"""The chapter notebooks against the registry: solutions run and pass every check.
 
-nbval (configured in pyproject.toml) separately runs every notebook in book/ and solutions/ top
-to bottom; these tests look inside: they execute a notebook's code in this process and judge the
-exercise functions it defines, which nbval cannot do (a failing `check` only prints).
+Each solutions notebook is executed once, in a Jupyter kernel of this environment (as the book
+build and nbval would), and its kernel is then asked what ``evaluate`` says of every exercise
+function it defined: all must pass, under two seeds. The learner notebooks in ``book/`` are
+executed once too, in a Colab-like runtime, by ``test_colab.py``; the book build executes them
+for the site. The static checks below need no execution.
 """
 
 from __future__ import annotations
 
 import re
-import contextlib
-import io
 
 import nbformat
 import pytest
 
 from mhsa_ref import exercises
-from mhsa_ref.assign import SETUP_TAG
-from mhsa_ref.checks import evaluate
+from mhsa_ref.notebooks import is_setup_cell
 
 from .conftest import ROOT
+from .notebook_run import execute
 
 CHAPTERS = sorted(p.name for p in (ROOT / "solutions").glob("[0-9][0-9]_*.ipynb"))
 
 
-def _run(path):
-    """Execute a notebook's code cells (setup cell excluded) and return its namespace."""
-    nb = nbformat.read(path, as_version=4)
-    namespace: dict = {"__name__": "__notebook__"}
-    with contextlib.redirect_stdout(io.StringIO()):
-        for cell in nb.cells:
-            if cell.cell_type == "code" and SETUP_TAG not in cell.metadata.get("tags", []):
-                exec(compile(cell.source, str(path), "exec"), namespace)
-    import matplotlib.pyplot as plt
-
-    plt.close("all")
-    return nb, namespace
-
-
+@pytest.mark.slow
 @pytest.mark.parametrize("name", CHAPTERS)
-def test_solutions_pass_every_exercise_of_their_chapter(name):
-    _, namespace = _run(ROOT / "solutions" / name)
-    chapter = exercises.for_chapter(name[:2])
-    assert chapter, f"chapter {name[:2]} has no exercises in the registry"
-    for ex in chapter:
-        for seed in (0, 7):
-            verdict = evaluate(namespace[ex.name], ex.id, seed=seed)
-            assert verdict.status == "passed", verdict.feedback
-
-
-@pytest.mark.parametrize("name", CHAPTERS)
-def test_learner_notebooks_start_not_implemented(name):
-    nb, namespace = _run(ROOT / "book" / name)
-    for ex in exercises.for_chapter(name[:2]):
-        assert evaluate(namespace[ex.name], ex.id).status == "not_implemented"
-    assert nb.metadata["mhsa_ref"]["chapter"] == name[:2]
+def test_solutions_run_top_to_bottom_and_pass_every_exercise(name, tmp_path):
+    chapter = name[:2]
+    assert exercises.for_chapter(chapter), f"chapter {chapter} has no exercises in the registry"
+    _, statuses = execute(ROOT / "solutions" / name, chapter, seeds=(0, 7), cwd=tmp_path)
+    assert statuses == {ex.id: ["passed", "passed"] for ex in exercises.for_chapter(chapter)}, statuses
 
 
 @pytest.mark.parametrize("name", CHAPTERS)
@@ -71,8 +47,9 @@ def test_notebook_starts_with_title_and_setup_cell(name):
     nb = nbformat.read(ROOT / "book" / name, as_version=4)
     assert nb.cells[0].cell_type == "markdown" and nb.cells[0].source.startswith(f"# {int(name[:2])}. ")
     first_code = next(c for c in nb.cells if c.cell_type == "code")
-    assert SETUP_TAG in first_code.metadata.get("tags", [])
+    assert is_setup_cell(first_code)
     assert "MHSA_REF_SOURCE" in first_code.source and "pick_device" in first_code.source
+    assert nb.metadata["mhsa_ref"]["chapter"] == name[:2]
 
 
 def test_toc_lists_every_chapter_notebook():

@@ -10,7 +10,7 @@ import sys
 import numpy as np
 import pytest
 
-from mhsa_ref import exercises
+from mhsa_ref import chapters, exercises
 from mhsa_ref.judge import call, judge
 
 # From DESIGN.md's catalog: ids and signatures are a contract with tools outside this repository.
@@ -30,12 +30,20 @@ CATALOG = {
     "06.layer_norm": "layer_norm(x, gamma, beta, eps=1e-5)",
     "06.TransformerBlock": "class TransformerBlock(nn.Module): __init__(d_model, num_heads, d_ff, "
                            "dropout=0.0, norm_first=True); forward(x, mask=None)",
+    "07.chunked_attention": "chunked_attention(Q, K, V, chunk_size)",
+    "07.online_softmax_attention": "online_softmax_attention(Q, K, V, block_size, causal=False)",
+    "08.recomputed_attention": "recomputed_attention(q, k, v, causal=False)",
+    "09.linear_cka": "linear_cka(X, Y)",
+    "09.orthogonality_penalty": "orthogonality_penalty(W, num_heads)",
+    "10.patchify": "patchify(images, patch_size)",
 }
+# The catalog's entries for the chapters written so far: each must be registered as it is.
+WRITTEN = {ex_id: sig for ex_id, sig in CATALOG.items() if ex_id[:2] in chapters.numbers()}
 
 ALL = list(exercises.REGISTRY.values())
 
 
-@pytest.mark.parametrize("exercise_id, signature", CATALOG.items())
+@pytest.mark.parametrize("exercise_id, signature", WRITTEN.items())
 def test_catalog_exercises_exist_with_their_signatures(exercise_id, signature):
     ex = exercises.get(exercise_id)
     assert ex.signature == signature

@@ -58,7 +58,7 @@ build-backend = "setuptools.build_meta"
 name = "mhsa-ref"
 version = "0.1.0"
 requires-python = ">=3.9"
-dependencies = ["numpy>=1.24", "nbformat>=5.9", "tqdm>=4"]
+dependencies = ["numpy>=1.24", "nbformat>=5.9", "tqdm>=4", "ipython>=8"]
 
 [project.scripts]
 mhsa-grade = "mhsa_ref.grader.cli:main"

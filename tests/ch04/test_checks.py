@@ -12,7 +12,7 @@ import pytest
 
 from mhsa_ref import exercises
 from mhsa_ref.chapters.ch04 import reference as ref
-from mhsa_ref.checks import check, evaluate, exercise, format_verdict
+from mhsa_ref.checks import check, evaluate, exercise
 
 from .learners import MHA, SPLIT, _attend, merge_plain_reshape, split_plain_reshape, split_swapaxes
 

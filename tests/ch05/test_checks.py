@@ -54,6 +54,7 @@ def test_correct_modules_keep_the_contract(cls):
 # 2. The named mistakes explain themselves
 # ============================================================================================
 
+
 def test_inverted_mask_feedback_says_true_means_may_attend():
     v = evaluate(MaskFillWhereTrue, MHSA)
     assert "True means 'may attend'" in v.feedback

@@ -5,13 +5,11 @@ gradient-only mistakes, names, what ``check`` prints, and the cases.
 
 from __future__ import annotations
 
-import math
 
 import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
-from torch import nn
 
 from mhsa_ref import exercises
 from mhsa_ref.checks import check, evaluate, format_verdict
@@ -35,6 +33,7 @@ def test_correct_blocks_have_the_contract_state_dict(cls):
 # ============================================================================================
 # 2. The named mistakes explain themselves
 # ============================================================================================
+
 
 def test_in_place_feedback_names_the_argument():
     v = evaluate(ln_in_place, LN)
