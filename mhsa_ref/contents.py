@@ -65,7 +65,16 @@ def entries(root: Path) -> list[Entry]:
         found.append(Entry(chapter.number, chapter.title, chapter.part, chapter.summary, notebooks[0],
                            tuple(_builds(ex) for ex in exercises.for_chapter(chapter.number))))
     found += [Entry(n, *PLANNED[n], None) for n in sorted(PLANNED)]
-    return sorted(found, key=lambda e: e.number)
+    found.sort(key=lambda e: e.number)
+    parts: list[str] = []
+    for e in found:  # each part is one run of chapters: the map draws a stage once
+        if parts and parts[-1] == e.part:
+            continue
+        if e.part in parts:
+            raise ContentsError(f"chapter {e.number}'s part {e.part!r} comes back after {parts[-1]!r}: use the "
+                                "part of the chapters around it, or a new one")
+        parts.append(e.part)
+    return found
 
 
 def _builds(ex) -> str:

@@ -22,7 +22,8 @@ from .conftest import ROOT
 
 SVG = ROOT / "book" / "chapter-path.svg"
 NS = {"svg": "http://www.w3.org/2000/svg"}
-ALL_CHAPTERS = [f"{n:02d}" for n in range(1, 11)]
+# Every chapter on the map: the written ones and the announced ones (DESIGN.md's 01-10 at least).
+ALL_CHAPTERS = sorted(set(chapters.numbers()) | set(contents.PLANNED))
 
 
 def _toc_chapters() -> dict[str, str]:
@@ -55,7 +56,9 @@ def _svg_chapters() -> dict[str, str]:
 
 def test_chapter_path_lists_every_chapter_and_marks_the_written_ones():
     svg, toc = _svg_chapters(), _toc_chapters()
-    assert sorted(svg) == ALL_CHAPTERS, "book/chapter-path.svg should show chapters 01-10"
+    assert {f"{n:02d}" for n in range(1, 11)} <= set(ALL_CHAPTERS), "DESIGN.md's chapters 01-10 are all on the map"
+    assert sorted(svg) == ALL_CHAPTERS, (f"book/chapter-path.svg should show chapters {', '.join(ALL_CHAPTERS)} "
+                                         "(the written ones and contents.PLANNED): run python -m mhsa_ref.assign")
     available = {nn for nn, status in svg.items() if status == "available"}
     assert available == set(toc), (
         f"book/chapter-path.svg marks {sorted(available)} available, _toc.yml has {sorted(toc)}: "
@@ -94,3 +97,16 @@ def test_hand_edits_between_the_markers_are_caught(tmp_path):
     assert contents.with_block(edited, contents.readme_table(ROOT), "README.md") == readme
     with pytest.raises(contents.ContentsError, match="exactly one pair of chapter markers"):
         contents.with_block(readme.replace(contents.END, ""), "x", "README.md")
+
+
+def test_the_parts_of_the_book_follow_each_other(monkeypatch):
+    # A chapter whose part is not its neighbours' would start a stage again further down the map.
+    entries = contents.entries(ROOT)
+    seen = []
+    for e in entries:
+        if not seen or seen[-1] != e.part:
+            assert e.part not in seen, f"chapter {e.number}'s part {e.part!r} comes back after {seen[-1]!r}"
+            seen.append(e.part)
+    monkeypatch.setitem(contents.PLANNED, "11", ("Extra", "Build it in NumPy", "a stage that comes back"))
+    with pytest.raises(contents.ContentsError, match="chapter 11's part 'Build it in NumPy' comes back"):
+        contents.entries(ROOT)
