@@ -29,7 +29,7 @@ from mhsa_ref.grader import discover
 from mhsa_ref.grader.batch import grade_batch
 from mhsa_ref.grader.extract import extract, forbidden_uses
 from mhsa_ref.grader.grade import grade_notebook
-from mhsa_ref.grader.outputs.gradescope import gradescope_json
+from mhsa_ref.grader.gradescope import gradescope_json
 from mhsa_ref.grader.run import Limits
 from mhsa_ref.untrusted.harness import Harness
 
@@ -159,15 +159,20 @@ def test_static_forbidden_names_resolve_through_aliases_and_helpers():
 # Which notebook, whose
 
 
-def test_chapter_from_metadata_then_the_file_name_then_the_fallback(tmp_path):
+def test_chapter_configured_else_from_metadata_or_the_file_name(tmp_path):
     known = {"01", "02"}
     with_meta = notebook("x = 1", chapter="02")
     bare = notebook("x = 1", chapter=None)
-    assert discover.chapter_of(with_meta, Path("whatever.ipynb"), known) == "02"
-    assert discover.chapter_of(bare, Path("Copy of 01_attention_numpy.ipynb"), known) == "01"
-    assert discover.chapter_of(bare, Path("01_attention_numpy (1).ipynb"), known) == "01"
-    assert discover.chapter_of(bare, Path("homework.ipynb"), known) is None
-    assert discover.chapter_of(bare, Path("homework.ipynb"), known, fallback="01") == "01"
+    assert discover.chapter_of(with_meta, Path("whatever.ipynb"), known) == discover.ChapterChoice("02", discover.METADATA)
+    assert discover.chapter_of(bare, Path("Copy of 01_attention_numpy.ipynb"), known).chapter == "01"
+    assert discover.chapter_of(bare, Path("01_attention_numpy (1).ipynb"), known).source == discover.FILE_NAME
+    assert discover.chapter_of(bare, Path("homework.ipynb"), known).chapter is None
+    assert discover.chapter_of(bare, Path("homework.ipynb"), known, configured="01").chapter == "01"
+    # The configuration wins over what the notebook says, and the disagreement is told.
+    choice = discover.chapter_of(with_meta, Path("01_attention_numpy.ipynb"), known, configured="01")
+    assert choice.chapter == "01" and choice.source == discover.CONFIGURED and "says it is chapter 02" in choice.note
+    # Unconfigured, a notebook whose metadata and name disagree is not guessed.
+    assert discover.chapter_of(with_meta, Path("01_attention_numpy.ipynb"), known).chapter is None
 
 
 def test_students_from_nbgrader_layout_folders_and_file_names(tmp_path):

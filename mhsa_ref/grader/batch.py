@@ -12,6 +12,7 @@ import multiprocessing
 import os
 import secrets
 import sys
+from dataclasses import asdict
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
@@ -19,7 +20,7 @@ from pathlib import Path
 from . import discover
 from .grade import grade_notebook
 from .outputs import write_all
-from .results import SubmissionResult
+from .results import BatchResults, SubmissionResult
 from .run import Limits
 from .store import Store, fingerprint
 
@@ -29,26 +30,54 @@ _CONTEXT = multiprocessing.get_context("forkserver")
 
 def grade_batch(paths: list[str | Path], out: Path, jobs: int = 1, seed: int | None = None,
                 limits: Limits = Limits(), resume: bool = False, chapter: str | None = None,
-                progress: bool = True) -> dict:
+                progress: bool = True, root: str | Path | None = None) -> dict:
+    """Grade every notebook under ``paths`` as ``chapter`` (None: each notebook suggests its own,
+    and its result says so); students are read relative to ``root`` (``discover``)."""
     out = Path(out)
     store = Store(out)
     seed = store.start(seed, chapter, resume, new_seed=lambda: secrets.randbelow(2**31))
-    submissions = discover.find(paths)
+    found = discover.scan(paths, root)
     todo, done = [], {}
-    for sub in submissions:
-        fingerprint_ = fingerprint(sub.path, seed, chapter)
+    for sub in found.submissions:
+        fingerprint_ = fingerprint(sub.path, seed, chapter, found.root)
         saved = store.load(sub.key, fingerprint_) if resume else None
         if saved is not None:
             done[sub.key] = saved
         else:
             todo.append((sub, fingerprint_))
-    for key, result in _run(todo, store, seed, limits, chapter, jobs, progress):
+    for key, result in _run(todo, store, seed, limits, chapter, jobs, progress, found.root):
         done[key] = result
-    results = [done[s.key] for s in submissions if s.key in done]
-    return write_all(results, seed, out)
+    results = []
+    for sub in found.submissions:
+        if sub.key in done:
+            done[sub.key].identified_by = sub.identified_by
+            results.append(done[sub.key])
+    batch = BatchResults(seed, results, str(found.root), [asdict(s) for s in found.skipped],
+                         claimed_twice(results))
+    return write_all(batch, out)
 
 
-def _run(todo, store, seed, limits, chapter, jobs, progress):
+def claimed_twice(results: list[SubmissionResult]) -> list[dict]:
+    """Students with more than one notebook of one chapter: each is reported, never merged into
+    the other or overwritten by it, and each result says which other notebooks claim the student."""
+    groups: dict[tuple[str, str], list[SubmissionResult]] = {}
+    for r in results:
+        groups.setdefault((r.student, r.chapter or "?"), []).append(r)
+    claims = []
+    for (student, chapter), group in groups.items():
+        if len(group) < 2:
+            continue
+        claims.append({"student": student, "chapter": chapter, "paths": [r.path for r in group]})
+        for r in group:
+            others = [o.path for o in group if o is not r]
+            note = (f"{len(others)} other notebook(s) also claim student {student!r} for chapter {chapter}: "
+                    + "; ".join(others) + ". Each is graded and reported on its own; none replaces another.")
+            if note not in r.notes:
+                r.notes.append(note)
+    return claims
+
+
+def _run(todo, store, seed, limits, chapter, jobs, progress, root):
     bar = _progress(len(todo), progress)
     attempts: dict[str, int] = {}
     while todo:
@@ -59,7 +88,7 @@ def _run(todo, store, seed, limits, chapter, jobs, progress):
             with ProcessPoolExecutor(max_workers=max(1, jobs), mp_context=_CONTEXT) as pool:
                 for item in todo:
                     sub, fingerprint_ = item
-                    pending[pool.submit(_grade_one, sub, store, fingerprint_, seed, limits, chapter)] = item
+                    pending[pool.submit(_grade_one, sub, store, fingerprint_, seed, limits, chapter, root)] = item
                 for future in as_completed(pending):
                     sub = pending[future][0]
                     yield sub.key, future.result()
@@ -85,9 +114,9 @@ def _run(todo, store, seed, limits, chapter, jobs, progress):
 
 
 def _grade_one(sub: discover.Submission, store: Store, fingerprint_: str, seed: int, limits: Limits,
-               chapter: str | None) -> SubmissionResult:
+               chapter: str | None, root: Path | None = None) -> SubmissionResult:
     try:
-        result = grade_notebook(sub.path, sub.student, seed, limits, chapter)
+        result = grade_notebook(sub.path, sub.student, seed, limits, chapter, root)
     except Exception as exc:  # a grader bug must cost one result, not the batch
         result = SubmissionResult(str(sub.path), sub.student, None, 0.0, 0.0, seed=seed,
                                   error=f"the grader failed on this notebook: {type(exc).__name__}: {exc}")

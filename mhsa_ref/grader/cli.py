@@ -1,7 +1,7 @@
 """``mhsa-grade``: grade a class's notebooks, or build a Gradescope autograder.
 
-    mhsa-grade NOTEBOOK_OR_FOLDER... [--out DIR] [--json PATH|-] [--jobs N] [--timeout S]
-               [--memory MB] [--seed N] [--resume] [--chapter NN]
+    mhsa-grade NOTEBOOK_OR_FOLDER... [--chapter NN] [--root DIR] [--out DIR] [--json PATH|-]
+               [--jobs N] [--timeout S] [--memory MB] [--seed N] [--resume]
     mhsa-grade gradescope-bundle CHAPTER -o autograder.zip
 """
 
@@ -33,7 +33,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--memory", type=int, default=Limits.memory_mb, help="MB per submission (default: %(default)s)")
     parser.add_argument("--seed", type=int, help="seed of the randomized cases (default: a new one, recorded)")
     parser.add_argument("--resume", action="store_true", help="keep finished results of an interrupted run")
-    parser.add_argument("--chapter", help="chapter (e.g. 01) for notebooks whose metadata and name do not say")
+    parser.add_argument("--chapter", help="the assignment's chapter (e.g. 01): every notebook is graded as it, "
+                        "whatever its metadata or name says (without it each notebook's metadata or name "
+                        "suggests its chapter, and the results say so)")
+    parser.add_argument("--root", help="the class folder: students are the folders (or .ipynb files) directly "
+                        "under it, or under its submitted/ (nbgrader) (default: the deepest folder holding "
+                        "every argument)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     args = parser.parse_args(argv)
     if args.jobs < 1 or args.timeout <= 0 or args.memory < 64:
@@ -50,7 +55,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         doc = grade_batch(args.paths, args.out, jobs=args.jobs, seed=args.seed, resume=args.resume,
                           limits=Limits(timeout_s=args.timeout, memory_mb=args.memory),
-                          chapter=args.chapter, progress=not args.no_progress)
+                          chapter=args.chapter, progress=not args.no_progress, root=args.root)
     except (FileNotFoundError, ValueError) as exc:
         parser.error(str(exc))
     text = json.dumps(doc, indent=1)
@@ -62,6 +67,12 @@ def main(argv: list[str] | None = None) -> int:
     isolation = sorted({s["isolation"] for s in subs if s.get("isolation")})
     print(f"graded {len(subs)} notebook(s) with seed {doc['seed']} into {args.out}/ "
           f"(isolation: {', '.join(isolation) or 'n/a'})", file=sys.stderr)
+    if doc.get("skipped"):
+        print(f"skipped {len(doc['skipped'])} path(s) that are not regular notebook files (see summary.md)",
+              file=sys.stderr)
+    if doc.get("claimed_twice"):
+        print(f"{len(doc['claimed_twice'])} student(s) claimed by more than one notebook (see summary.md)",
+              file=sys.stderr)
     return 0
 
 

@@ -1,67 +1,179 @@
-"""Which notebooks to grade, whose they are, and which chapter each one is.
+"""Which notebooks to grade, whose they are, and which chapter each one is graded as.
 
-Chapter: the notebook's own metadata (stamped by the generator), else a chapter number in the
-file name (so "Copy of 01_attention_numpy.ipynb" from Colab still works), else ``--chapter``.
-Student: the folder after ``submitted/`` in nbgrader's ``submitted/<student>/<assignment>/``
-layout; else the student's own folder inside a folder of submissions; else the file's name.
+Everything here is decided by what the instructor gave, never by what a submission says about
+itself (its metadata, its folders' names deep down, its file type):
+
+- **Files.** Folders are walked without following symbolic links; only regular files named
+  ``*.ipynb`` are graded. Every other path that looks like a notebook (a folder named
+  ``x.ipynb``, a link, a FIFO, a device) and every link to a folder is *skipped* and recorded with
+  its reason, for the results and the summary. Reading itself goes through ``files.read_regular``.
+- **Identity.** Students are read from the layout *relative to the class root*: ``--root`` when
+  given, else each folder argument is its own class root and the file arguments share the
+  deepest folder that holds them all. Below the root: ``<student>/...`` (one folder per student),
+  ``submitted/<student>/...`` (nbgrader, only directly under the root), or ``<student>.ipynb``
+  (a flat folder; Colab's "Copy of " is dropped). So ``class``, ``class/*/*.ipynb`` and
+  ``--root class class/alice`` name alice's notebook alike; a ``submitted/alice/`` nested inside
+  bob's folder is still bob's. Each submission says how it was identified.
+- **Chapter.** The grader's configuration decides: ``--chapter``, or the chapter built into a
+  Gradescope bundle. Only when none is configured does the notebook suggest one (its metadata,
+  else a chapter number in its name; both must agree), and the result says so.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import os
+import stat
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..notebooks import COPY_PREFIX, chapter_in_metadata, chapter_in_name
+from .files import kind_of
+
+CONFIGURED = "configured"  # chapter sources, as the results record them
+METADATA = "notebook metadata"
+FILE_NAME = "file name"
 
 
 @dataclass(frozen=True)
 class Submission:
     path: Path
     student: str
-    key: str  # unique within a batch: the path relative to the folder it was found in
+    key: str  # unique within a batch: the path relative to the class root
+    identified_by: str = ""  # how ``student`` was read from the layout, in words
 
 
-def find(paths: list[str | Path]) -> list[Submission]:
+@dataclass(frozen=True)
+class Skipped:
+    path: str
+    reason: str
+
+
+@dataclass
+class Discovery:
+    root: Path
+    submissions: list[Submission] = field(default_factory=list)
+    skipped: list[Skipped] = field(default_factory=list)
+
+
+def find(paths: list[str | Path], root: str | Path | None = None) -> list[Submission]:
     """Every notebook under ``paths`` (files or folders), in a stable order."""
-    found: list[Submission] = []
-    for arg in paths:
-        arg = Path(arg)
-        if arg.is_file():
-            found.append(Submission(arg, student_of(arg, arg.parent), arg.name))
-        elif arg.is_dir():
-            for nb in sorted(arg.rglob("*.ipynb")):
-                if ".ipynb_checkpoints" in nb.parts or any(p.startswith(".") for p in nb.relative_to(arg).parts):
-                    continue
-                found.append(Submission(nb, student_of(nb, arg), str(nb.relative_to(arg))))
-        else:
+    return scan(paths, root).submissions
+
+
+def scan(paths: list[str | Path], root: str | Path | None = None) -> Discovery:
+    """The notebooks under ``paths``, whose each is, and every path skipped on the way (with why)."""
+    args = [Path(p) for p in paths]
+    for arg in args:
+        if not os.path.lexists(arg):
             raise FileNotFoundError(f"no such notebook or folder: {arg}")
-    keys = [s.key for s in found]
-    if len(set(keys)) != len(keys):
-        found = [Submission(s.path, s.student, str(s.path.resolve())) for s in found]
+    if root is not None:
+        root = Path(os.path.realpath(root))
+        if not root.is_dir():
+            raise FileNotFoundError(f"--root: no such folder: {root}")
+    # Without --root, each folder argument is a class root of its own, and the file arguments
+    # (``class/*/*.ipynb``, expanded by the shell) share the deepest folder that holds them all.
+    files = [a for a in args if not os.path.isdir(a)]
+    files_root = Path(os.path.commonpath([os.path.dirname(os.path.realpath(a)) for a in files])) if files else None
+    found = Discovery(root or files_root or Path(os.path.realpath(args[0])) if args else Path("."))
+    seen: set[str] = set()
+
+    def add(path: Path, class_root: Path) -> None:
+        real = os.path.realpath(path)
+        if real in seen:  # the same file given twice (`class class/alice`): graded once
+            return
+        seen.add(real)
+        try:
+            rel = Path(real).relative_to(class_root)
+        except ValueError:
+            found.skipped.append(Skipped(str(path), f"outside the class root {class_root}"))
+            return
+        student, how = identify(rel)
+        found.submissions.append(Submission(path, student, rel.as_posix(), how))
+
+    for arg in args:
+        info = os.lstat(arg)
+        if os.path.isdir(arg):  # a folder, or the instructor's own link to one
+            top = Path(os.path.realpath(arg))
+            _walk(top, arg, lambda p, r=root or top: add(p, r), found.skipped)
+        elif stat.S_ISREG(info.st_mode):
+            add(arg, root or files_root)
+        else:
+            found.skipped.append(Skipped(str(arg), _skip_reason(info.st_mode)))
+    keys = [s.key for s in found.submissions]
+    if len(set(keys)) != len(keys):  # several class roots with the same layout inside
+        found.submissions = [Submission(s.path, s.student, os.path.realpath(s.path), s.identified_by)
+                             for s in found.submissions]
     return found
 
 
-def student_of(path: Path, root: Path) -> str:
-    parts = path.resolve().parts
-    if "submitted" in parts[:-1]:
-        i = len(parts) - 1 - parts[::-1].index("submitted")
-        if i + 1 < len(parts) - 1:
-            return parts[i + 1]
-    try:
-        relative = path.resolve().relative_to(root.resolve()).parts
-    except ValueError:
-        relative = (path.name,)
-    if len(relative) > 1:
-        return relative[0]
-    return COPY_PREFIX.sub("", path.stem).strip() or path.stem
+def identify(rel: Path) -> tuple[str, str]:
+    """The student of a notebook at ``rel`` (relative to the class root), and how it was read."""
+    parts = rel.parts
+    if len(parts) == 1:
+        name = COPY_PREFIX.sub("", rel.stem).strip() or rel.stem
+        return name, "its file name (a notebook directly in the class root)"
+    if parts[0] == "submitted" and len(parts) >= 3:
+        return parts[1], "nbgrader's layout submitted/<student>/ under the class root"
+    return parts[0], "its folder directly under the class root"
 
 
-def chapter_of(nb: Any, path: Path, known: set[str], fallback: str | None = None) -> str | None:
-    chapter = chapter_in_metadata(nb)
-    if chapter in known:
-        return chapter
+def _walk(top: Path, shown: Path, add, skipped: list[Skipped]) -> None:
+    """Walk ``top`` (displayed as ``shown``) without following links; hidden folders and
+    checkpoints are not submissions and are passed over silently."""
+    def failed(exc: OSError) -> None:
+        skipped.append(Skipped(str(exc.filename), f"cannot be listed ({exc.strerror})"))
+
+    for folder, dirs, files in os.walk(top, followlinks=False, onerror=failed):
+        here = Path(shown) / Path(folder).relative_to(top)
+        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d != "__pycache__")
+        for d in list(dirs):
+            mode = os.lstat(Path(folder) / d).st_mode
+            if stat.S_ISLNK(mode):
+                skipped.append(Skipped(str(here / d), "a symbolic link to a folder (the grader does not follow links)"))
+                dirs.remove(d)
+            elif d.endswith(".ipynb"):
+                skipped.append(Skipped(str(here / d), "a folder named like a notebook"))
+        for name in sorted(files):
+            if name.startswith(".") or not name.endswith(".ipynb"):
+                continue
+            mode = os.lstat(Path(folder) / name).st_mode
+            if stat.S_ISREG(mode):
+                add(here / name)
+            else:
+                skipped.append(Skipped(str(here / name), _skip_reason(mode)))
+
+
+def _skip_reason(mode: int) -> str:
+    if stat.S_ISLNK(mode):
+        return "a symbolic link (the grader does not follow links)"
+    return f"{kind_of(mode)}, not a regular file"
+
+
+@dataclass(frozen=True)
+class ChapterChoice:
+    chapter: str | None
+    source: str  # CONFIGURED, METADATA or FILE_NAME ("" when undecided)
+    note: str = ""  # a disagreement worth telling the instructor and the learner
+
+
+def chapter_of(nb: Any, path: Path, known: set[str], configured: str | None = None) -> ChapterChoice:
+    """Which chapter to grade ``nb`` as. ``configured`` (``--chapter``, a Gradescope bundle's
+    chapter) always wins: a notebook cannot choose its own assignment. Without it, the notebook's
+    metadata or its file name suggests one, and they must agree."""
+    meta = chapter_in_metadata(nb)
+    meta = meta if meta in known else None
     named = chapter_in_name(path.name)
-    if named in known:
-        return named
-    return fallback if fallback in known else None
+    named = named if named in known else None
+    if configured is not None:
+        claims = sorted({c for c in (meta, named) if c and c != configured})
+        note = (f"this notebook says it is chapter {' / '.join(claims)}; it was graded as chapter {configured}, "
+                "the assignment's chapter") if claims else ""
+        return ChapterChoice(configured if configured in known else None, CONFIGURED, note)
+    if meta and named and meta != named:
+        return ChapterChoice(None, "", f"its metadata says chapter {meta} but its file name says chapter {named}")
+    if meta:
+        return ChapterChoice(meta, METADATA)
+    if named:
+        return ChapterChoice(named, FILE_NAME)
+    return ChapterChoice(None, "")

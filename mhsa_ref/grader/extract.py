@@ -9,6 +9,7 @@ reported, so the grader runs what the exercises need and the learner can see wha
 from __future__ import annotations
 
 import ast
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -17,11 +18,37 @@ import nbformat
 
 from ..notebooks import is_setup_cell
 from ..untrusted import standin_names
+from .files import read_regular
 
 # Names a graded notebook may import from mhsa_ref: exactly what the sandbox's stand-in exports.
 STANDIN_NAMES = standin_names()
 DYNAMIC_CODE = {"eval", "exec", "compile", "__import__", "importlib.import_module", "importlib.__import__"}
-MAX_NOTEBOOK_BYTES = 50 << 20
+
+
+@dataclass(frozen=True)
+class ExtractLimits:
+    """What the trusted process reads of one notebook, at most.
+
+    Extraction runs beside the grader on input a student wrote, so every step is linear in these
+    and the whole is under a deadline: a notebook beyond them is one ``error`` row, never a stall.
+    The sizes are far above any chapter's (a solved notebook with its figures is ~1 MB, ~100
+    cells, ~1,500 source lines, nesting depth ~20).
+    """
+
+    notebook_bytes: int = 50 << 20  # the .ipynb file, outputs (figures) included
+    cells: int = 2_000
+    source_bytes: int = 2 << 20  # all code cells together
+    source_lines: int = 40_000
+    depth: int = 100  # of the syntax tree (deeper code is refused before anything recurses on it)
+    seconds: float = 20.0  # wall clock for reading and extracting one notebook
+
+
+LIMITS = ExtractLimits()
+MAX_NOTEBOOK_BYTES = LIMITS.notebook_bytes
+
+
+class NotebookRefused(ValueError):
+    """The notebook is beyond a limit of ``ExtractLimits``; the message says which."""
 
 
 @dataclass
@@ -36,20 +63,47 @@ class Extracted:
     defined: set[str] = field(default_factory=set)  # names of the kept functions and classes
 
 
-def read_notebook(path: Path) -> Any:
-    if path.stat().st_size > MAX_NOTEBOOK_BYTES:
-        raise ValueError(f"{path.name} is larger than {MAX_NOTEBOOK_BYTES >> 20} MB")
-    return nbformat.read(str(path), as_version=4)
+def read_notebook(path: Path, root: Path | None = None, limits: ExtractLimits = LIMITS) -> Any:
+    """The notebook at ``path``, read as a regular file only (``files.read_regular``) and parsed
+    as JSON; never more than ``limits.notebook_bytes`` are read."""
+    return parse_notebook(read_regular(path, limits.notebook_bytes, root), limits)
 
 
-def extract(nb: Any) -> Extracted:
+def parse_notebook(data: bytes, limits: ExtractLimits = LIMITS) -> Any:
+    import json
+
+    try:
+        raw = json.loads(data)
+    except RecursionError:  # JSON nested thousands deep
+        raise NotebookRefused("the notebook's JSON is nested too deeply to read") from None
+    if not isinstance(raw, dict) or not isinstance(raw.get("cells"), list):
+        raise ValueError("not a Jupyter notebook (no list of cells)")
+    if len(raw["cells"]) > limits.cells:
+        raise NotebookRefused(f"the notebook has {len(raw['cells'])} cells; the grader reads at most {limits.cells}")
+    return nbformat.reads(data.decode("utf-8"), as_version=4)
+
+
+def extract(nb: Any, limits: ExtractLimits = LIMITS, deadline: float | None = None) -> Extracted:
+    """The definitions to grade. Linear in the notebook's code; raises ``NotebookRefused`` for a
+    notebook beyond ``limits`` or still unfinished at ``deadline`` (``time.monotonic()``)."""
+    deadline = time.monotonic() + limits.seconds if deadline is None else deadline
     result = Extracted("")
     kept: list[tuple[int, ast.stmt]] = []
     defined: set[str] = set()  # functions and classes kept so far
     lost: set[str] = set()  # names only a dropped statement would have bound
-    for number, cell in enumerate(nb.cells, start=1):
-        if cell.cell_type != "code" or is_setup_cell(cell):
-            continue
+    cells = [(n, c) for n, c in enumerate(nb.cells, start=1) if c.cell_type == "code" and not is_setup_cell(c)]
+    if len(nb.cells) > limits.cells:
+        raise NotebookRefused(f"the notebook has {len(nb.cells)} cells; the grader reads at most {limits.cells}")
+    total_bytes = sum(len(str(c.source).encode()) for _, c in cells)
+    total_lines = sum(str(c.source).count("\n") + 1 for _, c in cells)
+    if total_bytes > limits.source_bytes:
+        raise NotebookRefused(f"the notebook's code is {total_bytes:,} bytes; the grader reads at most "
+                              f"{limits.source_bytes:,}")
+    if total_lines > limits.source_lines:
+        raise NotebookRefused(f"the notebook's code is {total_lines:,} lines; the grader reads at most "
+                              f"{limits.source_lines:,}")
+    for number, cell in cells:
+        _check_deadline(deadline, limits)
         source = _without_ipython(cell.source)
         if source is None:
             result.dropped.append(f"cell {number}: a cell magic")
@@ -57,7 +111,6 @@ def extract(nb: Any) -> Extracted:
         result.sources[number] = source
         try:
             tree = ast.parse(source)
-            ast.unparse(tree)  # deeply nested code fails here rather than later
         except SyntaxError as exc:
             result.syntax_errors[number] = f"line {exc.lineno}: {exc.msg}"
             result.dropped.append(f"cell {number}: does not parse (line {exc.lineno}: {exc.msg})")
@@ -65,6 +118,11 @@ def extract(nb: Any) -> Extracted:
         except (RecursionError, MemoryError, ValueError) as exc:  # e.g. 200,000 terms in one line
             result.syntax_errors[number] = f"too deeply nested or too large to read ({type(exc).__name__})"
             result.dropped.append(f"cell {number}: too deeply nested or too large to read")
+            continue
+        depth = _depth(tree, limits.depth)
+        if depth > limits.depth:  # everything after this (unparse, compile) recurses on the tree
+            result.syntax_errors[number] = f"nested more than {limits.depth} levels deep"
+            result.dropped.append(f"cell {number}: nested more than {limits.depth} levels deep")
             continue
         for node in tree.body:
             reason = _why_dropped(node, defined, lost)
@@ -75,30 +133,71 @@ def extract(nb: Any) -> Extracted:
                     result.dropped_imports += ast.unparse(node) + "\n"
             else:
                 kept.append((number, node))
-                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                if isinstance(node, _DEFINITIONS):
                     defined.add(node.name)
                 lost -= _bound(node)
-    # Keep only what the definitions need: a figure or a matplotlib import would cost time in
-    # every sandbox and could fail there for reasons that have nothing to do with the exercises.
-    needed = {n.id for _, node in kept if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
-              for n in ast.walk(node) if isinstance(n, ast.Name)}
-    assignments = [node for _, node in kept if isinstance(node, (ast.Assign, ast.AnnAssign))]
-    while True:
-        grew = {n.id for node in assignments if _bound(node) & needed
-                for n in ast.walk(node) if isinstance(n, ast.Name)} - needed
-        if not grew:
-            break
-        needed |= grew
+    _check_deadline(deadline, limits)
+    needed = _needed(kept)
     code = []
     for number, node in kept:
-        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) \
-                and not _bound(node) & needed and not _is_mhsa_ref(node):
+        if not isinstance(node, _DEFINITIONS) and not _bound(node) & needed and not _is_mhsa_ref(node):
             result.dropped.append(f"cell {number}, line {node.lineno}: not needed by your definitions")
             continue
         code.append(ast.unparse(node))
+    _check_deadline(deadline, limits)
     result.code = "\n\n".join(code) + "\n"
     result.defined = defined
     return result
+
+
+_DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+
+
+def _needed(kept: list[tuple[int, ast.stmt]]) -> set[str]:
+    """Names the definitions need, directly or through the assignments that bind them.
+
+    Keep only what the definitions need: a figure or a matplotlib import would cost time in every
+    sandbox and could fail there for reasons that have nothing to do with the exercises. A graph
+    walk, linear in the code: the fixed point recomputed over every assignment took quadratic time
+    on a chain ``a2 = a1; a3 = a2; ...`` (8,000 lines: minutes in the trusted process).
+    """
+    binders: dict[str, list[ast.stmt]] = {}
+    for _, node in kept:
+        if isinstance(node, (ast.Assign, ast.AnnAssign)):
+            for name in _bound(node):
+                binders.setdefault(name, []).append(node)
+    needed = {n.id for _, node in kept if isinstance(node, _DEFINITIONS) for n in ast.walk(node)
+              if isinstance(n, ast.Name)}
+    todo = list(needed)
+    visited: set[int] = set()
+    while todo:
+        for node in binders.get(todo.pop(), ()):
+            if id(node) in visited:
+                continue
+            visited.add(id(node))
+            for n in ast.walk(node):
+                if isinstance(n, ast.Name) and n.id not in needed:
+                    needed.add(n.id)
+                    todo.append(n.id)
+    return needed
+
+
+def _depth(tree: ast.AST, limit: int) -> int:
+    """The syntax tree's depth, found without recursion, stopping as soon as it passes ``limit``."""
+    stack = [(tree, 1)]
+    deepest = 0
+    while stack:
+        node, depth = stack.pop()
+        deepest = max(deepest, depth)
+        if deepest > limit:
+            break
+        stack.extend((child, depth + 1) for child in ast.iter_child_nodes(node))
+    return deepest
+
+
+def _check_deadline(deadline: float, limits: ExtractLimits) -> None:
+    if time.monotonic() > deadline:
+        raise NotebookRefused(f"reading the notebook's code took longer than {limits.seconds:g} s")
 
 
 def _bound(node: ast.stmt) -> set[str]:

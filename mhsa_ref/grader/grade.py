@@ -14,35 +14,56 @@ from .. import exercises
 from ..judge import judge
 from ..untrusted.outcome import ERROR, FORBIDDEN, MISSING, NOT_IMPLEMENTED, PASSED, TIMEOUT
 from . import discover
-from .extract import calls_function, extract, forbidden_uses, read_notebook
+from .extract import LIMITS, NotebookRefused, calls_function, extract, forbidden_uses, read_notebook
+from .files import NotReadable
 from .results import ExerciseResult, SubmissionResult
 from .run import Limits, run_submission
 
 
 def grade_notebook(path: Path, student: str, seed: int, limits: Limits = Limits(),
-                   chapter: str | None = None) -> SubmissionResult:
-    """Grade one notebook; never raises for anything the notebook contains."""
+                   chapter: str | None = None, root: Path | None = None) -> SubmissionResult:
+    """Grade one notebook as ``chapter`` (the grader's configuration; only when it is None does
+    the notebook suggest its own, and the result says so); never raises for anything the notebook
+    contains. ``root``: the submission folder the notebook must lie in (no link leads out)."""
     t0 = time.perf_counter()
+    deadline = time.monotonic() + LIMITS.seconds  # reading and extraction, together
     known = {ex.chapter for ex in exercises.REGISTRY.values()}
     result = SubmissionResult(str(path), student, None, 0.0, 0.0, seed=seed)
+    if chapter is not None:  # the assignment's maximum, whatever happens to the notebook
+        result.chapter, result.chapter_source = chapter, discover.CONFIGURED
+        result.max_score = sum(ex.points for ex in exercises.for_chapter(chapter))
     try:
-        nb = read_notebook(path)
+        nb = read_notebook(path, root)
+    except NotReadable as exc:
+        result.error = f"not graded: {exc.reason}"
+        return result
+    except NotebookRefused as exc:
+        result.error = f"not graded: {exc}"
+        return result
     except Exception as exc:  # not JSON, not a notebook, too large
         result.error = f"cannot read the notebook: {type(exc).__name__}: {str(exc)[:300]}"
         return result
-    result.chapter = discover.chapter_of(nb, path, known, chapter)
+    choice = discover.chapter_of(nb, path, known, chapter)
+    result.chapter, result.chapter_source = choice.chapter, choice.source
+    if choice.note:
+        result.notes.append(choice.note)
     if result.chapter is None:
-        result.error = ("cannot tell which chapter this notebook is: no mhsa_ref metadata and no "
-                        "chapter number in its name (pass --chapter NN)")
+        result.error = (f"cannot tell which chapter this notebook is: {choice.note} (pass --chapter NN)" if choice.note
+                        else "cannot tell which chapter this notebook is: no mhsa_ref metadata and no "
+                             "chapter number in its name (pass --chapter NN)")
         return result
     chapter_exercises = exercises.for_chapter(result.chapter)
     result.max_score = sum(ex.points for ex in chapter_exercises)
     try:
-        extracted = extract(nb)
+        extracted = extract(nb, deadline=deadline)
+    except NotebookRefused as exc:
+        result.error = f"not graded: {exc}"
+        return result
     except Exception as exc:  # a notebook that is JSON but not a notebook of code cells
         result.error = f"cannot read the notebook's code: {type(exc).__name__}: {str(exc)[:300]}"
         return result
     result.dropped = extracted.dropped
+    result.other_chapter_exercises = _other_chapters(extracted.defined, result.chapter)
     cases = [ex.cases(seed) for ex in chapter_exercises]
     report = run_submission(extracted.code, path.name, chapter_exercises, cases, limits)
     result.isolation = report.isolation
@@ -51,9 +72,18 @@ def grade_notebook(path: Path, student: str, seed: int, limits: Limits = Limits(
     for ex, ex_cases, run in zip(chapter_exercises, cases, report.exercises):
         result.exercises.append(_verdict(ex, ex_cases, run, extracted, seed))
     _attribute(result.exercises, chapter_exercises, extracted.code)
-    result.score = sum(e.score for e in result.exercises)
+    # Each exercise earns at most its points, and only this chapter's exercises are graded: the
+    # clamp only states what holds, so that no future path can pass the assignment's maximum.
+    result.score = min(sum(e.score for e in result.exercises), result.max_score)
     result.seconds = time.perf_counter() - t0
     return result
+
+
+def _other_chapters(defined: set[str], chapter: str) -> list[str]:
+    """Exercises of other chapters that the notebook defines (they earn nothing in this one)."""
+    own = {ex.name for ex in exercises.for_chapter(chapter)}
+    return sorted(ex.id for ex in exercises.REGISTRY.values()
+                  if ex.chapter != chapter and ex.name in defined and ex.name not in own)
 
 
 def _verdict(ex, cases, run, extracted, seed) -> ExerciseResult:

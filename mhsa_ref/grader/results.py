@@ -37,6 +37,11 @@ class SubmissionResult:
     error: str | None = None  # the notebook could not be graded at all
     seconds: float = 0.0
     start_seconds: float = 0.0
+    chapter_source: str = ""  # who decided the chapter: "configured", "notebook metadata", "file name"
+    identified_by: str = ""  # how the student was read from the class folder's layout
+    # Exercises of other chapters the notebook defines: graded nowhere, worth nothing here.
+    other_chapter_exercises: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # what the instructor should know (e.g. two claims)
 
     def to_json(self) -> dict:
         d = asdict(self)
@@ -51,6 +56,23 @@ class SubmissionResult:
         return cls(**values)
 
 
+@dataclass
+class BatchResults:
+    """A batch as its outputs see it: the results, and what the batch knows beyond them."""
+
+    seed: int
+    submissions: list[SubmissionResult]
+    root: str = ""  # the class root students were identified under
+    skipped: list[dict] = field(default_factory=list)  # {"path", "reason"}: every path not graded
+    claimed_twice: list[dict] = field(default_factory=list)  # {"student", "chapter", "paths"}
+
+    def to_json(self) -> dict:
+        """The whole ``results.json``."""
+        return {"grader_version": GRADER_VERSION, "seed": self.seed,
+                "submissions": [r.to_json() for r in self.submissions], "root": self.root,
+                "skipped": list(self.skipped), "claimed_twice": list(self.claimed_twice)}
+
+
 def results_document(results: list[SubmissionResult], seed: int) -> dict:
-    """The whole ``results.json``."""
-    return {"grader_version": GRADER_VERSION, "seed": seed, "submissions": [r.to_json() for r in results]}
+    """``results.json`` for results without a batch around them."""
+    return BatchResults(seed, results).to_json()

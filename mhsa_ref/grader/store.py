@@ -14,6 +14,8 @@ import os
 import tempfile
 from pathlib import Path
 
+from .extract import MAX_NOTEBOOK_BYTES
+from .files import NotReadable, read_regular
 from .results import SubmissionResult
 
 
@@ -28,8 +30,13 @@ def write_atomically(path: Path, text: str | bytes) -> None:
     os.replace(tmp, path)
 
 
-def fingerprint(path: Path, seed: int, chapter: str | None) -> str:
-    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+def fingerprint(path: Path, seed: int, chapter: str | None, root: Path | None = None) -> str:
+    """What a stored result was graded under: the file's contents (read as the grader reads a
+    notebook: a regular file, size-bounded, never a FIFO or a link), the seed and the chapter."""
+    try:
+        digest = hashlib.sha256(read_regular(path, MAX_NOTEBOOK_BYTES, root)).hexdigest()
+    except NotReadable as exc:  # graded anyway, into an error row that says why
+        digest = "unreadable:" + hashlib.sha256(exc.reason.encode()).hexdigest()[:16]
     return f"{digest}:{seed}:{chapter}"
 
 

@@ -1,9 +1,10 @@
-"""What a batch writes, one file per format, each a ``write(results, seed, out)``.
+"""What a batch writes, one file per format, each a ``write(batch, out)`` of a ``BatchResults``.
 
     results_json  results.json: DESIGN.md's schema, for tools
     gradebook     gradebook.csv: one row per student and exercise, for spreadsheets and LMS imports
     feedback      feedback/<student>.md and .html, written for the learner
-    gradescope    gradescope/<student>.json: Gradescope's results.json
+    gradescope    gradescope/<student>.json: Gradescope's results.json (``grader/gradescope/``, with
+                  the rest of Gradescope)
     summary       summary.md and summary.png: the class at a glance, misconceptions counted
 
 A new format is a new file here and one line in ``WRITERS``. Everything a submission produced
@@ -15,14 +16,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..results import SubmissionResult, results_document
-from . import feedback, gradebook, gradescope, results_json, summary
+from ..results import BatchResults
+from ..gradescope import results as gradescope
+from . import feedback, gradebook, results_json, summary
 
 WRITERS = (results_json.write, gradebook.write, feedback.write, gradescope.write, summary.write)
 
 
-def write_all(results: list[SubmissionResult], seed: int, out: Path) -> dict:
+def write_all(batch: BatchResults, out: Path) -> dict:
     """Write every format into ``out``; return the results document."""
     for write in WRITERS:
-        write(results, seed, Path(out))
-    return results_document(results, seed)
+        write(batch, Path(out))
+    return batch.to_json()

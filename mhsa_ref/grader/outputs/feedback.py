@@ -1,37 +1,43 @@
-"""feedback/<student>.md and .html: each learner's grade, written for the learner."""
+"""feedback/<student>.md and .html: each learner's grade, written for the learner.
+
+Everything that came from the submission (its file name, messages, notes naming paths) goes
+through ``escape``: inline code spans and fences in Markdown, ``html.escape`` in HTML.
+"""
 
 from __future__ import annotations
 
 import html
-import re
 from pathlib import Path
 
 from ...untrusted.outcome import PASSED, WORDS
-from ..results import SubmissionResult
+from ..results import BatchResults, SubmissionResult
 from ..store import write_atomically
+from .escape import md_code, md_fence, visible
 from .names import file_names
 
 
-def _fence(text: str) -> str:
-    """``text`` in a Markdown code fence longer than any backtick run inside it."""
-    longest = max((len(m) for m in re.findall(r"`+", text)), default=0)
-    fence = "`" * max(3, longest + 1)
-    return f"{fence}text\n{text}\n{fence}"
+def _other_chapters(r: SubmissionResult) -> str:
+    return (f"Your notebook also defines {', '.join(r.other_chapter_exercises)}: exercises of another chapter, "
+            f"not part of this chapter {r.chapter} assignment, so they earn nothing here.")
 
 
 def feedback_markdown(r: SubmissionResult) -> str:
-    lines = [f"# Feedback: chapter {r.chapter or '?'}", "",
-             f"Notebook: `{Path(r.path).name}`  ", f"Score: **{r.score:g} / {r.max_score:g}**", ""]
+    lines = [f"# Feedback: chapter {r.chapter or '?'}", "",  # the grader's chapter, not the notebook's
+             f"Notebook: {md_code(Path(r.path).name)}  ", f"Score: **{r.score:g} / {r.max_score:g}**", ""]
     if r.error:
-        lines += ["This notebook could not be graded:", "", _fence(r.error), ""]
+        lines += ["This notebook could not be graded:", "", md_fence(r.error), ""]
     for e in r.exercises:
         lines += [f"## {e.id}: {WORDS.get(e.status, e.status)} ({e.score:g} / {e.max_score:g})", ""]
         if e.status != PASSED:
-            lines += [_fence(e.feedback), ""]
+            lines += [md_fence(e.feedback), ""]
+    if r.other_chapter_exercises:
+        lines += [_other_chapters(r), ""]
+    if r.notes:
+        lines += ["Notes from the grader:", "", md_fence("\n".join(r.notes)), ""]
     if r.load_problems:
         lines += ["## Top-level code that failed while loading", "",
                   "The grader runs your imports, definitions and simple assignments. These failed:", "",
-                  _fence("\n".join(r.load_problems)), ""]
+                  md_fence("\n".join(r.load_problems)), ""]
     if r.dropped:
         lines += [f"The grader did not run {len(r.dropped)} top-level statements (plots, `check` calls, "
                   "loops and the like); it only needs your definitions.", ""]
@@ -41,12 +47,14 @@ def feedback_markdown(r: SubmissionResult) -> str:
 
 
 def feedback_html(r: SubmissionResult) -> str:
-    esc = html.escape
-    parts = [f"<!doctype html><meta charset='utf-8'><title>Feedback: {esc(r.student)}</title>",
+    def esc(text: object) -> str:
+        return html.escape(str(text), quote=True)
+
+    parts = [f"<!doctype html><meta charset='utf-8'><title>Feedback: {esc(visible(r.student))}</title>",
              "<style>body{font-family:sans-serif;max-width:50rem;margin:auto;padding:1rem}"
              "pre{white-space:pre-wrap;background:#f4f4f4;padding:.5rem}</style>",
              f"<h1>Feedback: chapter {esc(r.chapter or '?')}</h1>",
-             f"<p>Notebook: <code>{esc(Path(r.path).name)}</code><br>Score: <b>{r.score:g} / {r.max_score:g}</b></p>"]
+             f"<p>Notebook: <code>{esc(visible(Path(r.path).name))}</code><br>Score: <b>{r.score:g} / {r.max_score:g}</b></p>"]
     if r.error:
         parts.append(f"<p>This notebook could not be graded:</p><pre>{esc(r.error)}</pre>")
     for e in r.exercises:
@@ -54,6 +62,10 @@ def feedback_html(r: SubmissionResult) -> str:
                      f"({e.score:g} / {e.max_score:g})</h2>")
         if e.status != PASSED:
             parts.append(f"<pre>{esc(e.feedback)}</pre>")
+    if r.other_chapter_exercises:
+        parts.append(f"<p>{esc(_other_chapters(r))}</p>")
+    if r.notes:
+        parts.append("<p>Notes from the grader:</p><pre>" + esc("\n".join(r.notes)) + "</pre>")
     if r.load_problems:
         parts.append("<h2>Top-level code that failed while loading</h2><pre>"
                      + esc("\n".join(r.load_problems)) + "</pre>")
@@ -61,7 +73,8 @@ def feedback_html(r: SubmissionResult) -> str:
     return "\n".join(parts) + "\n"
 
 
-def write(results: list[SubmissionResult], seed: int, out: Path) -> None:
+def write(batch: BatchResults, out: Path) -> None:
+    results = batch.submissions
     for r, name in zip(results, file_names(results)):
         write_atomically(out / "feedback" / f"{name}.md", feedback_markdown(r))
         write_atomically(out / "feedback" / f"{name}.html", feedback_html(r))

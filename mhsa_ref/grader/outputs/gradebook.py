@@ -7,17 +7,11 @@ import io
 from pathlib import Path
 
 from ...untrusted.outcome import ERROR
-from ..results import SubmissionResult
+from ..results import BatchResults, SubmissionResult
 from ..store import write_atomically
+from .escape import csv_cell
 
 COLUMNS = ["student", "notebook", "chapter", "exercise", "status", "score", "max_score", "misconception"]
-
-
-def _cell(value: object) -> object:
-    """A spreadsheet cell that cannot be a formula: ids and paths come from file names."""
-    if isinstance(value, str) and value[:1] in ("=", "+", "-", "@", "\t", "\r"):
-        return "'" + value
-    return value
 
 
 def gradebook_csv(results: list[SubmissionResult]) -> str:
@@ -28,9 +22,9 @@ def gradebook_csv(results: list[SubmissionResult]) -> str:
         for e in r.exercises:
             rows.append([r.student, r.path, r.chapter, e.id, e.status, e.score, e.max_score, e.misconception or ""])
     out = io.StringIO()
-    csv.writer(out).writerows([[_cell(v) for v in row] for row in rows])
+    csv.writer(out).writerows([[csv_cell(v) for v in row] for row in rows])
     return out.getvalue()
 
 
-def write(results: list[SubmissionResult], seed: int, out: Path) -> None:
-    write_atomically(out / "gradebook.csv", gradebook_csv(results))
+def write(batch: BatchResults, out: Path) -> None:
+    write_atomically(out / "gradebook.csv", gradebook_csv(batch.submissions))

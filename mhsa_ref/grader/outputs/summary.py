@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 from collections import Counter
 from pathlib import Path
@@ -9,12 +10,14 @@ from pathlib import Path
 from ... import exercises
 from ...judge import COMMON_MISCONCEPTIONS
 from ...untrusted.outcome import STATUSES
-from ..results import SubmissionResult
+from ..results import BatchResults, SubmissionResult
 from ..store import write_atomically
+from .escape import md_code
 
 
-def summary(results: list[SubmissionResult]) -> tuple[str, Counter]:
-    """A class summary in Markdown, and the misconception counts (students, not submissions)."""
+def summary(results: list[SubmissionResult], batch: BatchResults | None = None) -> tuple[str, Counter]:
+    """A class summary in Markdown, and the misconception counts (students, not submissions).
+    Names, paths and reasons that came from the class folder are shown as inline code spans."""
     students = sorted({r.student for r in results})
     n = len(students)
     misconceptions: Counter = Counter()
@@ -42,7 +45,46 @@ def summary(results: list[SubmissionResult]) -> tuple[str, Counter]:
         lines.append("No known misconception was found.")
     for (ex_id, mid), count in misconceptions.most_common():
         lines.append(f"- **{count} of {n}** {_describe(ex_id, mid)} (`{mid}`, {ex_id})")
+    lines += _batch_sections(results, batch)
     return "\n".join(lines) + "\n", misconceptions
+
+
+def _batch_sections(results: list[SubmissionResult], batch: BatchResults | None) -> list[str]:
+    """Who is who and why, what was not graded, and what no one configured."""
+    lines: list[str] = []
+    if batch is not None and batch.claimed_twice:
+        lines += ["", "## Students claimed by more than one notebook", "",
+                  "Each notebook was graded and reported on its own; none replaced another. Decide which counts.", ""]
+        for claim in batch.claimed_twice:
+            lines.append(f"- {md_code(claim['student'])}, chapter {claim['chapter']}: "
+                         + ", ".join(md_code(p) for p in claim["paths"]))
+    if batch is not None and batch.skipped:
+        lines += ["", "## Paths not graded", ""]
+        lines += [f"- {md_code(s['path'])}: {md_code(s['reason'])}" for s in batch.skipped]
+    chosen = [r for r in results if r.chapter_source and r.chapter_source != "configured"]
+    if chosen:
+        lines += ["", "## Chapters not configured", "",
+                  f"No chapter was given (`--chapter`), so {len(chosen)} notebook(s) were graded as the chapter "
+                  "their own metadata or file name suggests:", ""]
+        lines += [f"- {md_code(r.student)} ({md_code(Path(r.path).name)}): chapter {r.chapter}, from its "
+                  f"{r.chapter_source}" for r in chosen]
+    others = [r for r in results if r.other_chapter_exercises]
+    if others:
+        lines += ["", "## Exercises of another chapter (graded nowhere, worth nothing)", ""]
+        lines += [f"- {md_code(r.student)}: " + ", ".join(r.other_chapter_exercises) for r in others]
+    lines += ["", "## How students were identified", ""]
+    if batch is not None and batch.root:
+        lines += [f"Class root: {md_code(batch.root)}.", ""]
+    lines += [f"- {md_code(r.student)}: {r.identified_by or 'as given'} ({md_code(_relative(r.path, batch))})"
+              for r in results]
+    return lines
+
+
+def _relative(path: str, batch: BatchResults | None) -> str:
+    try:
+        return Path(os.path.realpath(path)).relative_to(batch.root).as_posix() if batch and batch.root else path
+    except ValueError:
+        return path
 
 
 def _describe(ex_id: str, mid: str) -> str:
@@ -79,7 +121,7 @@ def summary_chart(counts: Counter, n_students: int, path: Path) -> bool:
     return True
 
 
-def write(results: list[SubmissionResult], seed: int, out: Path) -> None:
-    text, counts = summary(results)
+def write(batch: BatchResults, out: Path) -> None:
+    text, counts = summary(batch.submissions, batch)
     write_atomically(out / "summary.md", text)
-    summary_chart(counts, len({r.student for r in results}), out / "summary.png")
+    summary_chart(counts, len({r.student for r in batch.submissions}), out / "summary.png")
