@@ -33,7 +33,7 @@ def grade_notebook(path: Path, student: str, seed: int, limits: Limits = Limits(
         result.chapter, result.chapter_source = chapter, discover.CONFIGURED
         result.max_score = sum(ex.points for ex in exercises.for_chapter(chapter))
     try:
-        nb = read_notebook(path, root)
+        nb = read_notebook(path, root, LIMITS)
     except NotReadable as exc:
         result.error = f"not graded: {exc.reason}"
         return result
@@ -55,7 +55,7 @@ def grade_notebook(path: Path, student: str, seed: int, limits: Limits = Limits(
     chapter_exercises = exercises.for_chapter(result.chapter)
     result.max_score = sum(ex.points for ex in chapter_exercises)
     try:
-        extracted = extract(nb, deadline=deadline)
+        extracted = extract(nb, LIMITS, deadline)
     except NotebookRefused as exc:
         result.error = f"not graded: {exc}"
         return result
