@@ -125,7 +125,8 @@ def build_class(base: Path) -> Path:
     os.symlink(base / "nowhere.ipynb", carol / "dangling.ipynb")
     os.symlink(outside / NB, carol / "outside.ipynb")
     os.symlink(outside, carol / "outside_dir")
-    write(cls / "dave" / NB, notebook(JACOBIAN_OK, chain(8000)))  # item 4: linear, so it is just graded
+    write(cls / "dave" / NB, notebook(JACOBIAN_OK, chain(8000) + "def f():\n    return a7999\n"))  # item 4: linear
+    write(cls / "ivan" / NB, notebook(JACOBIAN_OK, "x?\n" * 20_000))  # IPython's reader, 500 passes over a big cell
     write(cls / "erin" / NB, notebook(JACOBIAN_OK, chain(50_000)))  # beyond the line limit
     write(cls / "frank" / NB, notebook(JACOBIAN_OK, n_cells=3000))  # beyond the cell limit
     write(cls / "heidi" / NB, notebook(JACOBIAN_OK, "y = " + "+".join(["x"] * 150)))  # one cell too deep
@@ -136,7 +137,7 @@ def build_class(base: Path) -> Path:
     return cls
 
 
-HONEST = {"alice": 2.0, "dave": 2.0, "heidi": 2.0, FORMULA_FOLDER: 2.0, "evil\n<img src=x onerror=alert(1)>": 2.0}
+HONEST = {"alice": 2.0, "dave": 2.0, "heidi": 2.0, "ivan": 2.0, FORMULA_FOLDER: 2.0, "evil\n<img src=x onerror=alert(1)>": 2.0}
 SKIPPED = {"carol/folder.ipynb": "a folder named like a notebook", "carol/pipe.ipynb": "a FIFO",
            "carol/zero.ipynb": "symbolic link", "carol/dangling.ipynb": "symbolic link",
            "carol/outside.ipynb": "symbolic link", "carol/outside_dir": "symbolic link to a folder"}
@@ -182,7 +183,7 @@ def test_every_student_once_and_every_notebook_accounted_for(graded):
     rels = sorted(_rel(cls, s) for s in doc["submissions"])
     expected = sorted([f"alice/{NB}", f"mallory/{NB}", f"bob/{NB}", f"bob/submitted/alice/ps1/{NB}", f"grace/{NB}",
                        f"grace/Copy of {NB}", f"carol/{NB}", f"dave/{NB}", f"erin/{NB}", f"frank/{NB}",
-                       f"heidi/{NB}", f"judy/{NB}", f"{HOSTILE_FOLDER}/{NB}", f"{FORMULA_FOLDER}/{NB}", HOSTILE_FILE])
+                       f"heidi/{NB}", f"ivan/{NB}", f"judy/{NB}", f"{HOSTILE_FOLDER}/{NB}", f"{FORMULA_FOLDER}/{NB}", HOSTILE_FILE])
     assert rels == expected
     assert all(s["chapter"] == "02" and s["max_score"] == 2.0 for s in doc["submissions"])
     assert all(s["score"] <= s["max_score"] for s in doc["submissions"])
@@ -280,6 +281,20 @@ def test_extraction_work_grows_linearly_with_an_assignment_chain():
     # four times the walks when the chain doubles; a linear one about twice.
     small, large = _walks(400), _walks(800)
     assert large / small < 2.5, (small, large)
+
+
+def test_ipython_syntax_is_read_only_within_a_work_bound(graded, monkeypatch):
+    ivan = _one(graded[2], "ivan")
+    assert any("too much IPython syntax to read" in d for d in ivan["dropped"]), ivan["dropped"]
+    from IPython.core.inputtransformer2 import TransformerManager
+
+    seen = []
+    real = TransformerManager.transform_cell
+    monkeypatch.setattr(TransformerManager, "transform_cell", lambda self, src: seen.append(src) or real(self, src))
+    nb = nbformat.reads(notebook("%timeit x = 1\n" + JACOBIAN_OK, "x?\n" * 20_000, "y = 1  # why?\n" * 5000), as_version=4)
+    result = extract(nb)
+    assert len(seen) == 1 and seen[0].startswith("%timeit")  # the small cell only; plain Python never
+    assert "def softmax_jacobian" in result.code and 2 in result.syntax_errors and 3 not in result.syntax_errors
 
 
 def test_extraction_stops_at_its_deadline_and_limits():
@@ -519,3 +534,28 @@ def test_gradescope_json_of_a_configured_chapter_result():
     r = SubmissionResult("x.ipynb", HOSTILE_TEXT, "02", 0.0, 2.0, error=HOSTILE_TEXT, isolation="namespaces")
     doc = gradescope_json(r)
     assert doc["output"] == HOSTILE_TEXT and doc["output_format"] == "text"
+
+
+def test_deep_folders_and_case_twins_do_not_break_the_batch(tmp_path):
+    from mhsa_ref.grader.outputs.names import file_names
+    from mhsa_ref.grader.results import SubmissionResult
+
+    (tmp_path / "class").mkdir()
+    folders = [tmp_path / "class" / "mallory"]
+    for _ in range(1100):  # deeper than Python's recursion limit, within PATH_MAX
+        folders.append(folders[-1] / "d")
+    for folder in folders:  # one at a time: os.makedirs and shutil.rmtree recurse
+        os.mkdir(folder)
+    write(folders[-1] / NB, SOLVED_02)
+    write(tmp_path / "class" / "alice" / NB, SOLVED_02)
+    try:
+        found = discover.scan([tmp_path / "class"])
+    finally:
+        os.unlink(folders[-1] / NB)
+        for folder in reversed(folders):
+            os.rmdir(folder)
+    assert [s.student for s in found.submissions] == ["alice"]
+    assert [s.reason for s in found.skipped] == [f"nested more than {discover.MAX_DEPTH} folders deep"]
+    twins = [SubmissionResult(f"{n}/x.ipynb", n, "02", 0.0, 2.0) for n in ("Alice", "alice")]
+    names = file_names(twins)
+    assert len({n.casefold() for n in names}) == 2, names

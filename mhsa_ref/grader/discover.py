@@ -118,30 +118,47 @@ def identify(rel: Path) -> tuple[str, str]:
     return parts[0], "its folder directly under the class root"
 
 
-def _walk(top: Path, shown: Path, add, skipped: list[Skipped]) -> None:
-    """Walk ``top`` (displayed as ``shown``) without following links; hidden folders and
-    checkpoints are not submissions and are passed over silently."""
-    def failed(exc: OSError) -> None:
-        skipped.append(Skipped(str(exc.filename), f"cannot be listed ({exc.strerror})"))
+MAX_DEPTH = 16  # folders below a class root; deeper ones are skipped (and os.walk would recurse)
 
-    for folder, dirs, files in os.walk(top, followlinks=False, onerror=failed):
-        here = Path(shown) / Path(folder).relative_to(top)
-        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d != "__pycache__")
-        for d in list(dirs):
-            mode = os.lstat(Path(folder) / d).st_mode
-            if stat.S_ISLNK(mode):
-                skipped.append(Skipped(str(here / d), "a symbolic link to a folder (the grader does not follow links)"))
-                dirs.remove(d)
-            elif d.endswith(".ipynb"):
-                skipped.append(Skipped(str(here / d), "a folder named like a notebook"))
-        for name in sorted(files):
-            if name.startswith(".") or not name.endswith(".ipynb"):
+
+def _walk(top: Path, shown: Path, add, skipped: list[Skipped]) -> None:
+    """Walk ``top`` (displayed as ``shown``) without following links and without recursion (a
+    submission may nest thousands of folders); hidden folders and checkpoints are not
+    submissions and are passed over silently."""
+    stack = [(top, Path(shown), 0)]
+    while stack:
+        folder, here, depth = stack.pop()
+        try:
+            with os.scandir(folder) as it:
+                entries = sorted(it, key=lambda e: e.name)
+        except OSError as exc:
+            skipped.append(Skipped(str(here), f"cannot be listed ({exc.strerror or type(exc).__name__})"))
+            continue
+        subfolders = []
+        for entry in entries:
+            name = entry.name
+            if name.startswith(".") or name == "__pycache__":
                 continue
-            mode = os.lstat(Path(folder) / name).st_mode
-            if stat.S_ISREG(mode):
-                add(here / name)
-            else:
-                skipped.append(Skipped(str(here / name), _skip_reason(mode)))
+            try:
+                mode = entry.stat(follow_symlinks=False).st_mode
+            except OSError as exc:
+                skipped.append(Skipped(str(here / name), f"cannot be read ({exc.strerror or type(exc).__name__})"))
+                continue
+            if stat.S_ISDIR(mode):
+                if name.endswith(".ipynb"):
+                    skipped.append(Skipped(str(here / name), "a folder named like a notebook"))
+                if depth + 1 > MAX_DEPTH:
+                    skipped.append(Skipped(str(here / name), f"nested more than {MAX_DEPTH} folders deep"))
+                else:
+                    subfolders.append((Path(entry.path), here / name, depth + 1))
+            elif stat.S_ISLNK(mode) and os.path.isdir(entry.path):
+                skipped.append(Skipped(str(here / name), "a symbolic link to a folder (the grader does not follow links)"))
+            elif name.endswith(".ipynb"):
+                if stat.S_ISREG(mode):
+                    add(here / name)
+                else:
+                    skipped.append(Skipped(str(here / name), _skip_reason(mode)))
+        stack.extend(reversed(subfolders))  # depth first, in name order
 
 
 def _skip_reason(mode: int) -> str:

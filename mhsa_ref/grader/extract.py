@@ -40,6 +40,9 @@ class ExtractLimits:
     source_bytes: int = 2 << 20  # all code cells together
     source_lines: int = 40_000
     depth: int = 100  # of the syntax tree (deeper code is refused before anything recurses on it)
+    # IPython's reader costs (commands) x (lines) per cell: magics in a cell of a few hundred lines
+    # are fine, thousands of `x?` lines are not (``_without_ipython``).
+    ipython_work: int = 20_000
     seconds: float = 20.0  # wall clock for reading and extracting one notebook
 
 
@@ -104,7 +107,13 @@ def extract(nb: Any, limits: ExtractLimits = LIMITS, deadline: float | None = No
                               f"{limits.source_lines:,}")
     for number, cell in cells:
         _check_deadline(deadline, limits)
-        source = _without_ipython(cell.source)
+        try:
+            source = _without_ipython(cell.source, limits.ipython_work)
+        except _TooMuchIPython as exc:
+            result.sources[number] = cell.source
+            result.syntax_errors[number] = str(exc)
+            result.dropped.append(f"cell {number}: {exc}")
+            continue
         if source is None:
             result.dropped.append(f"cell {number}: a cell magic")
             continue
@@ -217,17 +226,34 @@ def _is_mhsa_ref(node: ast.stmt) -> bool:
     return (module or "").split(".")[0] == "mhsa_ref"
 
 
-def _without_ipython(source: str) -> str | None:
+class _TooMuchIPython(ValueError):
+    pass
+
+
+def _without_ipython(source: str, max_work: int = 20_000) -> str | None:
     """The cell as Python (None for a cell magic), line numbers kept.
 
     IPython's own input transformer reads the cell as Jupyter does: magics, shell lines and help
     (``x?``) become calls of ``get_ipython()``, which the extractor then drops; everything else,
-    comments and strings included, is left exactly as written.
+    comments and strings included, is left exactly as written. It re-reads the whole cell once
+    per command it rewrites (up to 500 times): 39,000 lines of ``x?`` took 288 s. So it is only
+    asked about cells that are not Python already, and only while (lines that could hold a
+    command + 1) x (lines) stays within ``max_work``; a larger cell is refused with that reason.
     """
     if source.lstrip().startswith("%%"):
         return None
     if not any(c in source for c in "%!?"):
         return source  # nothing IPython would change (and importing IPython costs time)
+    try:
+        ast.parse(source)
+        return source  # already Python: IPython's commands are never valid Python
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        pass
+    lines = source.split("\n")
+    candidates = sum(1 for line in lines if "%" in line or "!" in line or "?" in line)
+    if (candidates + 1) * len(lines) > max_work:
+        raise _TooMuchIPython(f"too much IPython syntax to read ({candidates} lines with %, ! or ? "
+                              f"in {len(lines)} lines; split the cell or remove the magics)")
     from IPython.core.inputtransformer2 import TransformerManager
 
     try:

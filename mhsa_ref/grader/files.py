@@ -42,14 +42,16 @@ def inside(path: Path, root: Path) -> bool:
 
 
 def read_regular(path: Path, max_bytes: int, root: Path | None = None) -> bytes:
-    """The bytes of ``path`` if it is a regular file of at most ``max_bytes`` (inside ``root``
-    when given); else ``NotReadable`` saying why. Never blocks and never follows a final link."""
+    """The bytes of ``path`` if it is a regular file of at most ``max_bytes``; else ``NotReadable``
+    saying why. Never blocks and never follows a final link. With ``root``, the path is opened
+    one folder at a time from ``root`` down, none of them through a link, so a folder swapped
+    for a link after discovery cannot lead out of the submissions."""
     path = Path(path)
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
     if root is not None and not inside(path, root):
         raise NotReadable(path, f"it lies outside the submission folder {root}")
-    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
     try:
-        fd = os.open(path, flags)
+        fd = _open_below(path, Path(os.path.realpath(root)), flags) if root is not None else os.open(path, flags)
     except OSError as exc:
         if os.path.islink(path):
             raise NotReadable(path, "a symbolic link (the grader does not follow links)") from None
@@ -72,3 +74,30 @@ def read_regular(path: Path, max_bytes: int, root: Path | None = None) -> bytes:
         return b"".join(chunks)
     finally:
         os.close(fd)
+
+
+def _open_below(path: Path, root: Path, flags: int) -> int:
+    """``os.open`` of ``path`` walked from ``root`` with ``dir_fd``: every folder on the way is
+    opened with O_NOFOLLOW | O_DIRECTORY, so no link anywhere on the path is followed."""
+    # The folders as discovered (not resolved: resolving would follow a link swapped in since).
+    rel = Path(os.path.abspath(path)).relative_to(_absolute_root(path, root))
+    dir_flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_DIRECTORY | getattr(os, "O_CLOEXEC", 0)
+    fd = os.open(root, dir_flags)
+    try:
+        for part in rel.parts[:-1]:
+            next_fd = os.open(part, dir_flags, dir_fd=fd)
+            os.close(fd)
+            fd = next_fd
+        return os.open(rel.parts[-1], flags, dir_fd=fd)
+    finally:
+        os.close(fd)
+
+
+def _absolute_root(path: Path, root: Path) -> Path:
+    """``root`` as ``path`` spells it: the class root may be reached through the instructor's own
+    link (``class -> /mnt/x/class``), which is trusted; what lies below it is not."""
+    absolute = Path(os.path.abspath(path))
+    for parent in absolute.parents:
+        if os.path.realpath(parent) == str(root):
+            return parent
+    raise NotReadable(path, f"it lies outside the submission folder {root}")

@@ -13,8 +13,9 @@ def file_names(results: list[SubmissionResult]) -> list[str]:
     """One distinct, safe file name per result: the student id itself where that is a safe and
     unique file name, else the sanitised id plus a hash of the notebook's path (so that no id
     can be chosen to land on another student's file)."""
-    plain = Counter(r.student for r in results if safe_name(r.student) == r.student)
-    return [r.student if plain.get(r.student) == 1
+    # Counted without case: "Alice" and "alice" are one file name on macOS and Windows.
+    plain = Counter(r.student.casefold() for r in results if safe_name(r.student) == r.student)
+    return [r.student if plain.get(r.student.casefold()) == 1
             else f"{safe_name(r.student)}-{hashlib.sha256(r.path.encode()).hexdigest()[:8]}"
             for r in results]
 

@@ -49,6 +49,9 @@ def summary(results: list[SubmissionResult], batch: BatchResults | None = None) 
     return "\n".join(lines) + "\n", misconceptions
 
 
+MAX_LISTED = 500  # skipped paths listed here; results.json lists every one
+
+
 def _batch_sections(results: list[SubmissionResult], batch: BatchResults | None) -> list[str]:
     """Who is who and why, what was not graded, and what no one configured."""
     lines: list[str] = []
@@ -60,7 +63,9 @@ def _batch_sections(results: list[SubmissionResult], batch: BatchResults | None)
                          + ", ".join(md_code(p) for p in claim["paths"]))
     if batch is not None and batch.skipped:
         lines += ["", "## Paths not graded", ""]
-        lines += [f"- {md_code(s['path'])}: {md_code(s['reason'])}" for s in batch.skipped]
+        lines += [f"- {md_code(s['path'])}: {md_code(s['reason'])}" for s in batch.skipped[:MAX_LISTED]]
+        if len(batch.skipped) > MAX_LISTED:
+            lines.append(f"- and {len(batch.skipped) - MAX_LISTED} more (all of them are in results.json, `skipped`)")
     chosen = [r for r in results if r.chapter_source and r.chapter_source != "configured"]
     if chosen:
         lines += ["", "## Chapters not configured", "",
