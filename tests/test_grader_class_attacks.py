@@ -417,7 +417,7 @@ def test_the_summary_says_how_each_student_was_identified(graded):
     cls, out, doc, _ = graded
     summary = (out / "summary.md").read_text()
     section = summary.split("## How students were identified", 1)[1]
-    assert f"Class root: `{os.path.realpath(cls)}`" in section
+    assert f"Class root: `{os.path.realpath(cls)}`" in section and doc["roots"] == [os.path.realpath(cls)]
     assert section.count("\n- ") == len(doc["submissions"])
     assert all(s["identified_by"] for s in doc["submissions"])
 
@@ -559,3 +559,14 @@ def test_deep_folders_and_case_twins_do_not_break_the_batch(tmp_path):
     twins = [SubmissionResult(f"{n}/x.ipynb", n, "02", 0.0, 2.0) for n in ("Alice", "alice")]
     names = file_names(twins)
     assert len({n.casefold() for n in names}) == 2, names
+
+
+def test_two_class_folders_in_one_batch_are_each_their_own_root(tmp_path):
+    from mhsa_ref.grader.batch import grade_batch
+
+    write(tmp_path / "morning" / "alice" / NB, SOLVED_02)
+    write(tmp_path / "evening" / "bob" / NB, SOLVED_02)
+    doc = grade_batch([tmp_path / "morning", tmp_path / "evening"], tmp_path / "out", seed=1, chapter="02",
+                      limits=Limits(timeout_s=5), progress=False)
+    assert {(s["student"], s["score"], s["error"]) for s in doc["submissions"]} == {("alice", 2.0, None), ("bob", 2.0, None)}
+    assert doc["roots"] == [os.path.realpath(tmp_path / "morning"), os.path.realpath(tmp_path / "evening")]

@@ -39,20 +39,20 @@ def grade_batch(paths: list[str | Path], out: Path, jobs: int = 1, seed: int | N
     found = discover.scan(paths, root)
     todo, done = [], {}
     for sub in found.submissions:
-        fingerprint_ = fingerprint(sub.path, seed, chapter, found.root)
+        fingerprint_ = fingerprint(sub.path, seed, chapter, sub.root)
         saved = store.load(sub.key, fingerprint_) if resume else None
         if saved is not None:
             done[sub.key] = saved
         else:
             todo.append((sub, fingerprint_))
-    for key, result in _run(todo, store, seed, limits, chapter, jobs, progress, found.root):
+    for key, result in _run(todo, store, seed, limits, chapter, jobs, progress):
         done[key] = result
     results = []
     for sub in found.submissions:
-        if sub.key in done:
-            done[sub.key].identified_by = sub.identified_by
+        if sub.key in done:  # who it is belongs to this run's layout, also for a resumed result
+            done[sub.key].student, done[sub.key].identified_by = sub.student, sub.identified_by
             results.append(done[sub.key])
-    batch = BatchResults(seed, results, str(found.root), [asdict(s) for s in found.skipped],
+    batch = BatchResults(seed, results, [str(r) for r in found.roots], [asdict(s) for s in found.skipped],
                          claimed_twice(results))
     return write_all(batch, out)
 
@@ -77,7 +77,7 @@ def claimed_twice(results: list[SubmissionResult]) -> list[dict]:
     return claims
 
 
-def _run(todo, store, seed, limits, chapter, jobs, progress, root):
+def _run(todo, store, seed, limits, chapter, jobs, progress):
     bar = _progress(len(todo), progress)
     attempts: dict[str, int] = {}
     while todo:
@@ -88,7 +88,7 @@ def _run(todo, store, seed, limits, chapter, jobs, progress, root):
             with ProcessPoolExecutor(max_workers=max(1, jobs), mp_context=_CONTEXT) as pool:
                 for item in todo:
                     sub, fingerprint_ = item
-                    pending[pool.submit(_grade_one, sub, store, fingerprint_, seed, limits, chapter, root)] = item
+                    pending[pool.submit(_grade_one, sub, store, fingerprint_, seed, limits, chapter)] = item
                 for future in as_completed(pending):
                     sub = pending[future][0]
                     yield sub.key, future.result()
@@ -114,9 +114,9 @@ def _run(todo, store, seed, limits, chapter, jobs, progress, root):
 
 
 def _grade_one(sub: discover.Submission, store: Store, fingerprint_: str, seed: int, limits: Limits,
-               chapter: str | None, root: Path | None = None) -> SubmissionResult:
+               chapter: str | None) -> SubmissionResult:
     try:
-        result = grade_notebook(sub.path, sub.student, seed, limits, chapter, root)
+        result = grade_notebook(sub.path, sub.student, seed, limits, chapter, sub.root)
     except Exception as exc:  # a grader bug must cost one result, not the batch
         result = SubmissionResult(str(sub.path), sub.student, None, 0.0, 0.0, seed=seed,
                                   error=f"the grader failed on this notebook: {type(exc).__name__}: {exc}")

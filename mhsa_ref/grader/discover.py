@@ -41,6 +41,7 @@ class Submission:
     student: str
     key: str  # unique within a batch: the path relative to the class root
     identified_by: str = ""  # how ``student`` was read from the layout, in words
+    root: Path | None = None  # its class root: nothing outside it is read for this submission
 
 
 @dataclass(frozen=True)
@@ -51,9 +52,9 @@ class Skipped:
 
 @dataclass
 class Discovery:
-    root: Path
     submissions: list[Submission] = field(default_factory=list)
     skipped: list[Skipped] = field(default_factory=list)
+    roots: list[Path] = field(default_factory=list)  # the class roots students were read under
 
 
 def find(paths: list[str | Path], root: str | Path | None = None) -> list[Submission]:
@@ -75,7 +76,7 @@ def scan(paths: list[str | Path], root: str | Path | None = None) -> Discovery:
     # (``class/*/*.ipynb``, expanded by the shell) share the deepest folder that holds them all.
     files = [a for a in args if not os.path.isdir(a)]
     files_root = Path(os.path.commonpath([os.path.dirname(os.path.realpath(a)) for a in files])) if files else None
-    found = Discovery(root or files_root or Path(os.path.realpath(args[0])) if args else Path("."))
+    found = Discovery()
     seen: set[str] = set()
 
     def add(path: Path, class_root: Path) -> None:
@@ -89,7 +90,9 @@ def scan(paths: list[str | Path], root: str | Path | None = None) -> Discovery:
             found.skipped.append(Skipped(str(path), f"outside the class root {class_root}"))
             return
         student, how = identify(rel)
-        found.submissions.append(Submission(path, student, rel.as_posix(), how))
+        found.submissions.append(Submission(path, student, rel.as_posix(), how, class_root))
+        if class_root not in found.roots:
+            found.roots.append(class_root)
 
     for arg in args:
         info = os.lstat(arg)
@@ -102,7 +105,7 @@ def scan(paths: list[str | Path], root: str | Path | None = None) -> Discovery:
             found.skipped.append(Skipped(str(arg), _skip_reason(info.st_mode)))
     keys = [s.key for s in found.submissions]
     if len(set(keys)) != len(keys):  # several class roots with the same layout inside
-        found.submissions = [Submission(s.path, s.student, os.path.realpath(s.path), s.identified_by)
+        found.submissions = [Submission(s.path, s.student, os.path.realpath(s.path), s.identified_by, s.root)
                              for s in found.submissions]
     return found
 

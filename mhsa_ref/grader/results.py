@@ -62,14 +62,14 @@ class BatchResults:
 
     seed: int
     submissions: list[SubmissionResult]
-    root: str = ""  # the class root students were identified under
+    roots: list[str] = field(default_factory=list)  # the class roots students were identified under
     skipped: list[dict] = field(default_factory=list)  # {"path", "reason"}: every path not graded
     claimed_twice: list[dict] = field(default_factory=list)  # {"student", "chapter", "paths"}
 
     def to_json(self) -> dict:
         """The whole ``results.json``."""
         return {"grader_version": GRADER_VERSION, "seed": self.seed,
-                "submissions": [r.to_json() for r in self.submissions], "root": self.root,
+                "submissions": [r.to_json() for r in self.submissions], "roots": list(self.roots),
                 "skipped": list(self.skipped), "claimed_twice": list(self.claimed_twice)}
 
 

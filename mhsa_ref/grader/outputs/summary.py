@@ -78,18 +78,20 @@ def _batch_sections(results: list[SubmissionResult], batch: BatchResults | None)
         lines += ["", "## Exercises of another chapter (graded nowhere, worth nothing)", ""]
         lines += [f"- {md_code(r.student)}: " + ", ".join(r.other_chapter_exercises) for r in others]
     lines += ["", "## How students were identified", ""]
-    if batch is not None and batch.root:
-        lines += [f"Class root: {md_code(batch.root)}.", ""]
+    if batch is not None and batch.roots:
+        lines += [f"Class root{'s' if len(batch.roots) > 1 else ''}: {', '.join(md_code(r) for r in batch.roots)}.", ""]
     lines += [f"- {md_code(r.student)}: {r.identified_by or 'as given'} ({md_code(_relative(r.path, batch))})"
               for r in results]
     return lines
 
 
 def _relative(path: str, batch: BatchResults | None) -> str:
-    try:
-        return Path(os.path.realpath(path)).relative_to(batch.root).as_posix() if batch and batch.root else path
-    except ValueError:
-        return path
+    for root in batch.roots if batch else []:
+        try:
+            return Path(os.path.realpath(path)).relative_to(root).as_posix()
+        except ValueError:
+            continue
+    return path
 
 
 def _describe(ex_id: str, mid: str) -> str:
