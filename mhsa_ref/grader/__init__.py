@@ -1,14 +1,17 @@
 """The autograder: grade a class's notebooks without ever trusting the code being graded.
 
-    discover    which notebooks, whose, which chapter
-    extract     the definitions to grade, by AST (nothing is executed here)
+    discover    which notebooks (regular files only, skips recorded), whose (relative to the class
+                root), which chapter (the configured one)
+    files       reading a submitted file: regular, no links followed, size-bounded, never blocking
+    extract     the definitions to grade, by AST (nothing is executed here), linear and bounded
     run         the sandbox's parent side: one fresh isolated process per submission
                 (what runs inside it is ``mhsa_ref/untrusted``: boot, runner, protocol)
     grade       one notebook: extract, run, judge (``mhsa_ref.judge``), attribute
     results     the grade of one notebook and its one serialised form
     store       results on disk as they are known: atomic, resumable
     batch       many notebooks in parallel, surviving any one of them
-    outputs/    one writer per format: results.json, gradebook, feedback, Gradescope, summary
-    gradescope  the Gradescope autograder bundle
+    outputs/    one writer per format: results.json, gradebook, feedback, Gradescope, summary;
+                escape.py makes what a submission controls inert in each format
+    gradescope/ everything Gradescope: per-student results.json, collect, the autograder bundle
     cli         ``mhsa-grade``
 """
