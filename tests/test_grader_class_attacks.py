@@ -570,3 +570,16 @@ def test_two_class_folders_in_one_batch_are_each_their_own_root(tmp_path):
                       limits=Limits(timeout_s=5), progress=False)
     assert {(s["student"], s["score"], s["error"]) for s in doc["submissions"]} == {("alice", 2.0, None), ("bob", 2.0, None)}
     assert doc["roots"] == [os.path.realpath(tmp_path / "morning"), os.path.realpath(tmp_path / "evening")]
+
+
+def test_file_names_that_are_not_utf8_are_graded_and_shown(tmp_path):
+    from mhsa_ref.grader.batch import grade_batch
+
+    cls = tmp_path / "class"
+    write(cls / "alice" / NB, SOLVED_02)
+    bad = os.fsdecode(b"\xff\xfe")  # a student folder from an archive in another encoding
+    write(cls / bad / os.fsdecode(b"02_\xe9.ipynb"), SOLVED_02)
+    out = tmp_path / "out"
+    doc = grade_batch([cls], out, seed=1, chapter="02", limits=Limits(timeout_s=5), progress=False)
+    assert sorted((s["student"], s["score"]) for s in doc["submissions"]) == [("alice", 2.0), ("\ufffd\ufffd", 2.0)]
+    assert "\ufffd\ufffd" in (out / "summary.md").read_text() and len(list((out / "feedback").glob("*.md"))) == 2

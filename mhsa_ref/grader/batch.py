@@ -20,6 +20,7 @@ from pathlib import Path
 from . import discover
 from .grade import grade_notebook
 from .outputs import write_all
+from .files import shown
 from .results import BatchResults, SubmissionResult
 from .run import Limits
 from .store import Store, fingerprint
@@ -47,29 +48,31 @@ def grade_batch(paths: list[str | Path], out: Path, jobs: int = 1, seed: int | N
             todo.append((sub, fingerprint_))
     for key, result in _run(todo, store, seed, limits, chapter, jobs, progress):
         done[key] = result
-    results = []
+    graded = []
     for sub in found.submissions:
         if sub.key in done:  # who it is belongs to this run's layout, also for a resumed result
             done[sub.key].student, done[sub.key].identified_by = sub.student, sub.identified_by
-            results.append(done[sub.key])
-    batch = BatchResults(seed, results, [str(r) for r in found.roots], [asdict(s) for s in found.skipped],
-                         claimed_twice(results))
+            graded.append((sub, done[sub.key]))
+    claims = claimed_twice(graded)
+    batch = BatchResults(seed, [r for _, r in graded], [shown(r) for r in found.roots],
+                         [asdict(s) for s in found.skipped], claims)
     return write_all(batch, out)
 
 
-def claimed_twice(results: list[SubmissionResult]) -> list[dict]:
+def claimed_twice(graded: list[tuple[discover.Submission, SubmissionResult]]) -> list[dict]:
     """Students with more than one notebook of one chapter: each is reported, never merged into
-    the other or overwritten by it, and each result says which other notebooks claim the student."""
-    groups: dict[tuple[str, str], list[SubmissionResult]] = {}
-    for r in results:
-        groups.setdefault((r.student, r.chapter or "?"), []).append(r)
+    the other or overwritten by it, and each result says which other notebooks claim the student
+    (by their paths below the class root: the learner reads these notes too)."""
+    groups: dict[tuple[str, str], list[tuple[discover.Submission, SubmissionResult]]] = {}
+    for sub, r in graded:
+        groups.setdefault((r.student, r.chapter or "?"), []).append((sub, r))
     claims = []
     for (student, chapter), group in groups.items():
         if len(group) < 2:
             continue
-        claims.append({"student": student, "chapter": chapter, "paths": [r.path for r in group]})
-        for r in group:
-            others = [o.path for o in group if o is not r]
+        claims.append({"student": student, "chapter": chapter, "paths": [r.path for _, r in group]})
+        for sub, r in group:
+            others = [shown(o.key) for o, _ in group if o is not sub]
             note = (f"{len(others)} other notebook(s) also claim student {student!r} for chapter {chapter}: "
                     + "; ".join(others) + ". Each is graded and reported on its own; none replaces another.")
             if note not in r.notes:
@@ -105,7 +108,7 @@ def _run(todo, store, seed, limits, chapter, jobs, progress):
                 if attempts[sub.key] < 2:
                     todo.append(item)
                 else:
-                    result = SubmissionResult(str(sub.path), sub.student, None, 0.0, 0.0, seed=seed,
+                    result = SubmissionResult(shown(sub.path), sub.student, None, 0.0, 0.0, seed=seed,
                                               error="the grader itself failed on this notebook")
                     store.save(sub.key, fingerprint_, result)
                     bar.update(1)
@@ -118,7 +121,7 @@ def _grade_one(sub: discover.Submission, store: Store, fingerprint_: str, seed: 
     try:
         result = grade_notebook(sub.path, sub.student, seed, limits, chapter, sub.root)
     except Exception as exc:  # a grader bug must cost one result, not the batch
-        result = SubmissionResult(str(sub.path), sub.student, None, 0.0, 0.0, seed=seed,
+        result = SubmissionResult(shown(sub.path), sub.student, None, 0.0, 0.0, seed=seed,
                                   error=f"the grader failed on this notebook: {type(exc).__name__}: {exc}")
     store.save(sub.key, fingerprint_, result)
     return result

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from ..notebooks import COPY_PREFIX, chapter_in_metadata, chapter_in_name
-from .files import kind_of
+from .files import kind_of, shown
 
 CONFIGURED = "configured"  # chapter sources, as the results record them
 METADATA = "notebook metadata"
@@ -87,10 +87,10 @@ def scan(paths: list[str | Path], root: str | Path | None = None) -> Discovery:
         try:
             rel = Path(real).relative_to(class_root)
         except ValueError:
-            found.skipped.append(Skipped(str(path), f"outside the class root {class_root}"))
+            found.skipped.append(Skipped(shown(path), f"outside the class root {class_root}"))
             return
         student, how = identify(rel)
-        found.submissions.append(Submission(path, student, rel.as_posix(), how, class_root))
+        found.submissions.append(Submission(path, shown(student), rel.as_posix(), how, class_root))
         if class_root not in found.roots:
             found.roots.append(class_root)
 
@@ -102,7 +102,7 @@ def scan(paths: list[str | Path], root: str | Path | None = None) -> Discovery:
         elif stat.S_ISREG(info.st_mode):
             add(arg, root or files_root)
         else:
-            found.skipped.append(Skipped(str(arg), _skip_reason(info.st_mode)))
+            found.skipped.append(Skipped(shown(arg), _skip_reason(info.st_mode)))
     keys = [s.key for s in found.submissions]
     if len(set(keys)) != len(keys):  # several class roots with the same layout inside
         found.submissions = [Submission(s.path, s.student, os.path.realpath(s.path), s.identified_by, s.root)
@@ -135,7 +135,7 @@ def _walk(top: Path, shown: Path, add, skipped: list[Skipped]) -> None:
             with os.scandir(folder) as it:
                 entries = sorted(it, key=lambda e: e.name)
         except OSError as exc:
-            skipped.append(Skipped(str(here), f"cannot be listed ({exc.strerror or type(exc).__name__})"))
+            skipped.append(Skipped(shown(here), f"cannot be listed ({exc.strerror or type(exc).__name__})"))
             continue
         subfolders = []
         for entry in entries:
@@ -145,22 +145,22 @@ def _walk(top: Path, shown: Path, add, skipped: list[Skipped]) -> None:
             try:
                 mode = entry.stat(follow_symlinks=False).st_mode
             except OSError as exc:
-                skipped.append(Skipped(str(here / name), f"cannot be read ({exc.strerror or type(exc).__name__})"))
+                skipped.append(Skipped(shown(here / name), f"cannot be read ({exc.strerror or type(exc).__name__})"))
                 continue
             if stat.S_ISDIR(mode):
                 if name.endswith(".ipynb"):
-                    skipped.append(Skipped(str(here / name), "a folder named like a notebook"))
+                    skipped.append(Skipped(shown(here / name), "a folder named like a notebook"))
                 if depth + 1 > MAX_DEPTH:
-                    skipped.append(Skipped(str(here / name), f"nested more than {MAX_DEPTH} folders deep"))
+                    skipped.append(Skipped(shown(here / name), f"nested more than {MAX_DEPTH} folders deep"))
                 else:
                     subfolders.append((Path(entry.path), here / name, depth + 1))
             elif stat.S_ISLNK(mode) and os.path.isdir(entry.path):
-                skipped.append(Skipped(str(here / name), "a symbolic link to a folder (the grader does not follow links)"))
+                skipped.append(Skipped(shown(here / name), "a symbolic link to a folder (the grader does not follow links)"))
             elif name.endswith(".ipynb"):
                 if stat.S_ISREG(mode):
                     add(here / name)
                 else:
-                    skipped.append(Skipped(str(here / name), _skip_reason(mode)))
+                    skipped.append(Skipped(shown(here / name), _skip_reason(mode)))
         stack.extend(reversed(subfolders))  # depth first, in name order
 
 

@@ -22,6 +22,13 @@ class NotReadable(OSError):
         self.path, self.reason = path, reason
 
 
+def shown(path: object) -> str:
+    """A path or name as text every output can hold: bytes that are not UTF-8 (Python keeps them
+    as lone surrogates, which no encoder accepts) become U+FFFD. For display only; the grader
+    opens the path itself."""
+    return os.fsencode(str(path)).decode("utf-8", "replace")
+
+
 def kind_of(mode: int) -> str:
     """What a file is, in words (for a path the grader skips)."""
     for test, words in ((stat.S_ISDIR, "a folder"), (stat.S_ISLNK, "a symbolic link"), (stat.S_ISFIFO, "a FIFO"),

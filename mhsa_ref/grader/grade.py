@@ -15,7 +15,7 @@ from ..judge import judge
 from ..untrusted.outcome import ERROR, FORBIDDEN, MISSING, NOT_IMPLEMENTED, PASSED, TIMEOUT
 from . import discover
 from .extract import LIMITS, NotebookRefused, calls_function, extract, forbidden_uses, read_notebook
-from .files import NotReadable
+from .files import NotReadable, shown
 from .results import ExerciseResult, SubmissionResult
 from .run import Limits, run_submission
 
@@ -28,7 +28,7 @@ def grade_notebook(path: Path, student: str, seed: int, limits: Limits = Limits(
     t0 = time.perf_counter()
     deadline = time.monotonic() + LIMITS.seconds  # reading and extraction, together
     known = {ex.chapter for ex in exercises.REGISTRY.values()}
-    result = SubmissionResult(str(path), student, None, 0.0, 0.0, seed=seed)
+    result = SubmissionResult(shown(path), shown(student), None, 0.0, 0.0, seed=seed)
     if chapter is not None:  # the assignment's maximum, whatever happens to the notebook
         result.chapter, result.chapter_source = chapter, discover.CONFIGURED
         result.max_score = sum(ex.points for ex in exercises.for_chapter(chapter))
@@ -65,7 +65,7 @@ def grade_notebook(path: Path, student: str, seed: int, limits: Limits = Limits(
     result.dropped = extracted.dropped
     result.other_chapter_exercises = _other_chapters(extracted.defined, result.chapter)
     cases = [ex.cases(seed) for ex in chapter_exercises]
-    report = run_submission(extracted.code, path.name, chapter_exercises, cases, limits)
+    report = run_submission(extracted.code, shown(path.name), chapter_exercises, cases, limits)
     result.isolation = report.isolation
     result.load_problems = report.load_problems
     result.start_seconds = report.start_seconds

@@ -66,7 +66,8 @@ class Store:
         return seed
 
     def file_for(self, key: str) -> Path:
-        return self.results_dir / f"{hashlib.sha256(key.encode()).hexdigest()[:24]}.json"
+        # (a key from a file name that is not UTF-8 holds surrogates: encoded back to its bytes)
+        return self.results_dir / f"{hashlib.sha256(key.encode('utf-8', 'surrogateescape')).hexdigest()[:24]}.json"
 
     def load(self, key: str, expected_fingerprint: str) -> SubmissionResult | None:
         """The stored result for ``key`` if it was graded under ``expected_fingerprint``."""
