@@ -124,11 +124,11 @@ def identify(rel: Path) -> tuple[str, str]:
 MAX_DEPTH = 16  # folders below a class root; deeper ones are skipped (and os.walk would recurse)
 
 
-def _walk(top: Path, shown: Path, add, skipped: list[Skipped]) -> None:
-    """Walk ``top`` (displayed as ``shown``) without following links and without recursion (a
+def _walk(top: Path, display: Path, add, skipped: list[Skipped]) -> None:
+    """Walk ``top`` (displayed as ``display``) without following links and without recursion (a
     submission may nest thousands of folders); hidden folders and checkpoints are not
     submissions and are passed over silently."""
-    stack = [(top, Path(shown), 0)]
+    stack = [(top, Path(display), 0)]
     while stack:
         folder, here, depth = stack.pop()
         try:
