@@ -216,7 +216,6 @@ def _plain_changes(ctx: _Ctx) -> Iterator[_Change]:
     case0 = ctx.cases[0]
     names = case0.arg_names or tuple(f"argument {i + 1}" for i in range(len(case0.args)))
     defaults = _signature_defaults(ctx.ex)
-    idx = {n: i for i, n in enumerate(names)}
 
     def at(i, fn):
         return lambda c: None if i >= len(c.args) else fn(c, c.args[i])
@@ -253,7 +252,6 @@ def _plain_changes(ctx: _Ctx) -> Iterator[_Change]:
                       at(i, lambda c, v, i=i: _with(c, i, np.ones_like(v)) if _float_array(v) else None))
         yield _Change("constant", n, "0",
                       at(i, lambda c, v, i=i: _with(c, i, 0.0) if isinstance(v, float) and v != 0 else None))
-    del idx
 
 
 def _module_changes(ctx: _Ctx) -> Iterator[_Change]:
@@ -407,11 +405,10 @@ def _changed_diagnosis(change: _Change, values: list) -> Diagnosis:
                          f"depend on `{n}`.")
     if change.kind == "inverted":
         return Diagnosis(f"argument-inverted:{n}",
-                         f"Your output is the right one for the opposite `{n}` ({change.what}): you read "
-                         f"True and False the other way round. In this book True means 'may attend': keep "
-                         "what `mask` marks True and block what it marks False." if "mask" in n else
-                         f"Your output is the right one for {change.what}: you read `{n}`'s True and False "
-                         "the other way round.")
+                         f"Your output is the right one for the opposite `{n}` ({change.what}): you read its "
+                         "True and False the other way round. In this book a boolean mask's True means 'may "
+                         "attend' (as in torch's scaled_dot_product_attention): keep what it marks True, "
+                         "block what it marks False.")
     if change.kind == "confused":
         return Diagnosis(f"argument-confused:{n}",
                          f"Your output is what the right function gives with {change.what} in place of "
