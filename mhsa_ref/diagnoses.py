@@ -287,38 +287,57 @@ def _module_changes(ctx: _Ctx) -> Iterator[_Change]:
     yield from _rescaled_submodules(ctx)
 
 
-def _factor_expressions(init: dict) -> list[tuple[str, float]]:
-    """Factors a module's arithmetic may get wrong, as expressions of its constructor's integer
-    arguments (sqrt(d_model / num_heads), 1/num_heads, ...) and 2."""
-    ints = {k: v for k, v in init.items() if isinstance(v, int) and not isinstance(v, bool) and v > 0}
-    bases = [(k, float(v)) for k, v in ints.items()]
-    bases += [(f"{a} / {b}", ints[a] / ints[b]) for a, b in itertools.permutations(ints, 2) if ints[a] > ints[b]]
-    bases.append(("2", 2.0))
-    out = []
-    for name, v in bases:
-        if v == 1:
-            continue
-        paren = f"({name})" if " " in name else name
-        out += [(name, v), (f"sqrt({name})", math.sqrt(v)), (f"1/{paren}", 1 / v), (f"1/sqrt({name})", 1 / math.sqrt(v))]
-    return out
+# Rescaling a submodule costs one run of the reference module per candidate: at most this many
+# candidates are tried, the likeliest factors first, so a wrong module costs at most 16 more runs of the reference.
+RESCALE_BUDGET = 16
+
+
+def _factor_expressions(init: dict) -> list[tuple[str, Callable[[dict], float | None]]]:
+    """Factors a module's arithmetic may get wrong, likeliest first, as expressions of its
+    constructor's integer arguments (read off ``init``, one case's): 2 (a term counted twice),
+    square roots of the ratios of two of them (a scale such as sqrt(d_model / num_heads)) and
+    of each, then the inverses. Each comes with how to evaluate it on any case's arguments."""
+    ints = [k for k, v in init.items() if isinstance(v, int) and not isinstance(v, bool) and v >= 1]
+
+    def value(num: str, den: str | None) -> Callable[[dict], float | None]:
+        def of(kw: dict) -> float | None:
+            a, b = kw.get(num), (kw.get(den) if den else 1)
+            ok = all(isinstance(x, int) and not isinstance(x, bool) and x >= 1 for x in (a, b))
+            return a / b if ok else None
+        return of
+
+    bases = [(f"{a} / {b}", value(a, b)) for a, b in itertools.permutations(ints, 2) if init[a] > init[b]]
+    bases += [(k, value(k, None)) for k in ints if init[k] > 1]
+
+    def sqrt(f, inverse=False):
+        return lambda kw: None if f(kw) is None else (f(kw) ** -0.5 if inverse else f(kw) ** 0.5)
+
+    return ([("2", lambda kw: 2.0)] + [(f"sqrt({n})", sqrt(f)) for n, f in bases] + [("1/2", lambda kw: 0.5)]
+            + [(f"1/sqrt({n})", sqrt(f, inverse=True)) for n, f in bases])
 
 
 def _rescaled_submodules(ctx: _Ctx) -> Iterator[_Change]:
     """A module whose output equals the reference's with one submodule's parameters multiplied
     by a factor: that factor is missing or extra on the path through that submodule."""
     groups = sorted({k.rsplit(".", 1)[0] for c in ctx.cases for k in c.args[1] if "." in k})
-    exprs = [name for name, _ in _factor_expressions(ctx.cases[0].args[0])]
-    for group in groups:
-        for expr in exprs:
-            def scaled(c, group=group, expr=expr):
-                init, state, inputs, grad = c.fresh_args()
-                factor = dict(_factor_expressions(init)).get(expr)
-                if factor is None:
-                    return None
-                state = {k: (np.asarray(v) * np.float32(factor)).astype(np.asarray(v).dtype)
-                         if k.rsplit(".", 1)[0] == group else v for k, v in state.items()}
-                return (init, state, inputs, grad)
-            yield _Change("rescaled", group, expr, scaled, compare=2)
+    seen: set[tuple] = set()
+    exprs = []
+    for name, of in _factor_expressions(ctx.cases[0].args[0]):  # one candidate per distinct effect
+        values = tuple(None if (v := of(c.args[0])) is None else round(v, 9) for c in ctx.cases)
+        if values not in seen:
+            seen.add(values)
+            exprs.append((name, of))
+    candidates = [(g, e) for e in exprs for g in groups][:RESCALE_BUDGET]
+    for group, (expr, of) in candidates:
+        def scaled(c, group=group, of=of):
+            init, state, inputs, grad = c.fresh_args()
+            factor = of(init)
+            if factor is None:
+                return None
+            state = {k: (np.asarray(v) * np.float32(factor)).astype(np.asarray(v).dtype)
+                     if k.rsplit(".", 1)[0] == group else v for k, v in state.items()}
+            return (init, state, inputs, grad)
+        yield _Change("rescaled", group, expr, scaled, compare=1)
 
 
 def _equal(v: Any, d: Any) -> bool:
