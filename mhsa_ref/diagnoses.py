@@ -294,9 +294,9 @@ RESCALE_BUDGET = 16
 
 def _factor_expressions(init: dict) -> list[tuple[str, Callable[[dict], float | None]]]:
     """Factors a module's arithmetic may get wrong, likeliest first, as expressions of its
-    constructor's integer arguments (read off ``init``, one case's): 2 (a term counted twice),
-    square roots of the ratios of two of them (a scale such as sqrt(d_model / num_heads)) and
-    of each, then the inverses. Each comes with how to evaluate it on any case's arguments."""
+    constructor's integer arguments (read off ``init``, one case's): 2 and 1/2 (a term counted
+    twice or halved), then the square root and its inverse of the ratio of two of them (a scale
+    such as sqrt(d_model / num_heads)), then of each one. Each comes with how to evaluate it on any case's arguments."""
     ints = [k for k, v in init.items() if isinstance(v, int) and not isinstance(v, bool) and v >= 1]
 
     def value(num: str, den: str | None) -> Callable[[dict], float | None]:
@@ -312,8 +312,10 @@ def _factor_expressions(init: dict) -> list[tuple[str, Callable[[dict], float | 
     def sqrt(f, inverse=False):
         return lambda kw: None if f(kw) is None else (f(kw) ** -0.5 if inverse else f(kw) ** 0.5)
 
-    return ([("2", lambda kw: 2.0)] + [(f"sqrt({n})", sqrt(f)) for n, f in bases] + [("1/2", lambda kw: 0.5)]
-            + [(f"1/sqrt({n})", sqrt(f, inverse=True)) for n, f in bases])
+    out: list[tuple[str, Callable[[dict], float | None]]] = [("2", lambda kw: 2.0), ("1/2", lambda kw: 0.5)]
+    for n, f in bases:
+        out += [(f"sqrt({n})", sqrt(f)), (f"1/sqrt({n})", sqrt(f, inverse=True))]
+    return out
 
 
 def _rescaled_submodules(ctx: _Ctx) -> Iterator[_Change]:
