@@ -252,7 +252,7 @@ def _feedback(ex: Exercise, case: Case, got: Outcome, diff: Difference, mid: str
     mis = (ex.misconception(mid) or COMMON_MISCONCEPTIONS.get(mid) or found) if mid else None
     if mis is not None:
         lines.append(f"Likely mistake [{mis.id}]: {mis.message}")
-    elif diff.about_values:
+    if (mis is None or mis is found) and diff.about_values:  # a generic diagnosis keeps the hints
         for prop in ex.properties:
             problem = _safe_property(prop, case, got.outputs)
             if problem:
