@@ -575,8 +575,10 @@ def _rel_dtype(p: _Pair) -> str | None:
 
 
 def _rel_nonfinite_where_zero(p: _Pair) -> str | None:
+    if p.a.shape != p.r.shape:
+        return None
     bad = ~np.isfinite(_f(p.a))
-    if p.a.shape != p.r.shape or not bad.any() or np.any(p.r[bad] != 0):
+    if not bad.any() or np.any(p.r[bad] != 0):
         return None
     if not p.close(np.where(bad, 0, p.a)):
         return None
@@ -675,7 +677,11 @@ def _rel_slices(p: _Pair) -> str | None:
             mapping.append(match)
         else:
             # a reordering, or one slice copied everywhere; a shift is something else (an off-by-one)
-            if mapping != list(range(n)) and (sorted(mapping) == list(range(n)) or len(set(mapping)) == 1):
+            if len(set(mapping)) == 1:
+                return (f"Along axis {ax} (size {n}) every slice of {p.label} is the answer's slice {mapping[0]}: "
+                        "one item (a sequence of the batch, a head) is copied into every place. Compute each "
+                        "item from its own inputs.")
+            if mapping != list(range(n)) and sorted(mapping) == list(range(n)):
                 wrong = next(i for i, j in enumerate(mapping) if i != j)
                 return (f"Along axis {ax} (size {n}) {p.label} holds the right slices in the wrong places: your "
                         f"slice {wrong} is the answer's slice {mapping[wrong]} (order {mapping}). Items along "
@@ -722,7 +728,7 @@ def _factor_words(c: float, case: Case) -> str:
 
 
 def _rel_sign(p: _Pair) -> str | None:
-    if p.r.dtype == np.bool_ or not p.close(-_f(p.a)):
+    if p.r.dtype == np.bool_ or p.a.shape != p.r.shape or not p.close(-_f(p.a)):
         return None
     return (f"{_cap(p.label)} has the right magnitudes with the opposite sign: every entry is "
             "negated. Check the order of a subtraction or a stray minus.")

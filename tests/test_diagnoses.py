@@ -224,6 +224,10 @@ def t_merge_summed(X):
     return X.sum(axis=1)
 
 
+def t_merge_not_flat(X):
+    return np.moveaxis(X, 1, 2).copy()  # (B, L, h, d_h): the heads never joined
+
+
 def t_mha_weights_first_head(X, W_q, W_k, W_v, W_o, num_heads, mask=None):
     out, w = _mha(X, W_q, W_k, W_v, W_o, num_heads, mask)
     return out, w[:, 0]
@@ -298,6 +302,7 @@ NUMPY_CASES = [
     ("04.split_heads", t_split_reshape_only, "axes-misplaced"),
     ("04.merge_heads", t_merge_mean_heads, "blocks-added"),
     ("04.merge_heads", t_merge_summed, "blocks-added"),
+    ("04.merge_heads", t_merge_not_flat, "wrong-shape"),
     ("04.multi_head_attention", t_mha_weights_first_head, "axis-reduced:weights"),
     ("04.multi_head_attention", t_mha_wo_transposed, "argument-transposed:W_o"),
     ("04.multi_head_attention", t_mha_queries_for_keys, "argument-confused:W_k"),
@@ -318,7 +323,7 @@ def test_each_diagnosis_names_an_implementation_written_for_it(exercise_id, fn, 
 
 def test_every_diagnosis_kind_is_proven_here():
     kinds = {p[2].split(":")[0] for p in NUMPY_CASES} | {k for k in MODULE_KINDS}
-    relation_kinds = {kind for kind, _ in diagnoses.RELATIONS} | {"sign-flipped", "wrong-off-diagonal"}
+    relation_kinds = {kind for kind, _ in diagnoses.RELATIONS} | {"sign-flipped", "wrong-off-diagonal", "wrong-shape"}
     others = {"outputs-swapped", "ignores-argument", "argument-inverted", "argument-confused",
               "arguments-swapped", "argument-transposed", "factor-off", "parameter-unused", "gradient-wrong",
               "wrong-with-argument", "wrong-with-batch-axes"}
