@@ -226,7 +226,7 @@ def _plain_changes(ctx: _Ctx) -> Iterator[_Change]:
             yield _Change("ignored", n, f"its default ({d!r})",
                           at(i, lambda c, v, i=i, d=d: None if _equal(v, d) else _with(c, i, d)))
     for i, n in enumerate(names):
-        yield _Change("inverted", n, f"inverted (~{n})",
+        yield _Change("inverted", n, f"~{n}",
                       at(i, lambda c, v, i=i: _with(c, i, ~v) if _is_bool_array(v) else None))
         yield _Change("ignored", n, "the opposite value",
                       at(i, lambda c, v, i=i: _with(c, i, not v) if isinstance(v, (bool, np.bool_)) else None))
@@ -275,7 +275,7 @@ def _module_changes(ctx: _Ctx) -> Iterator[_Change]:
             return (init, state, tuple(inputs), grad)
 
         yield _Change("ignored", name, f"its default ({default})", drop)
-        yield _Change("inverted", name, f"inverted (~{name})", invert)
+        yield _Change("inverted", name, f"~{name}", invert)
     keys = sorted({k for c in ctx.cases for k, v in c.args[0].items() if isinstance(v, bool)})
     for key in keys:
         def flip(c, key=key):
@@ -426,7 +426,7 @@ def _changed_diagnosis(change: _Change, values: list) -> Diagnosis:
                          f"depend on `{n}`.")
     if change.kind == "inverted":
         return Diagnosis(f"argument-inverted:{n}",
-                         f"Your output is the right one for the opposite `{n}` ({change.what}): you read its "
+                         f"Your output is the right one for the opposite `{n}` (`{change.what}`): you read its "
                          "True and False the other way round. In this book a boolean mask's True means 'may "
                          "attend' (as in torch's scaled_dot_product_attention): keep what it marks True, "
                          "block what it marks False.")
@@ -525,6 +525,7 @@ class _Pair:
     a: np.ndarray
     r: np.ndarray
     label: str
+    factor: float | None = None  # a relation that fits a factor leaves it here, for _factor_words
 
     def close(self, x: np.ndarray, y: np.ndarray | None = None, loose: float = 1.0) -> bool:
         return _close(x, self.r if y is None else y, self.ctx.rtol * loose, self.ctx.atol * loose)
@@ -563,7 +564,7 @@ def _per_output(ctx: _Ctx) -> Diagnosis | None:
                 first, msg = pairs[0], messages[0]
                 if isinstance(msg, tuple):
                     kind, msg = msg
-                return Diagnosis(kind + ctx.suffix(first.case, k), msg)
+                return Diagnosis(kind + ctx.suffix(first.case, k), msg.replace(FACTOR, _factor_words(pairs)))
     return None
 
 
@@ -693,7 +694,7 @@ def _rel_plus_argument(p: _Pair) -> str | None:
     args = list(p.case.args)
     names = list(p.case.arg_names)
     if p.case.output_names:  # a module: its forward's first input
-        args, names = [p.case.args[2][0]], ["x (the input)"]
+        args, names = [p.case.args[2][0]], ["x"]
     for name, v in zip(names, args):
         if isinstance(v, np.ndarray) and v.shape == p.r.shape and v.dtype.kind == "f":
             for sign, word in ((1, "plus"), (-1, "minus")):
@@ -718,12 +719,23 @@ def _dims(case: Case) -> list[tuple[int, str]]:
     return [(s, where) for _, s, where in sorted(found, key=lambda t: t[0])]
 
 
-def _factor_words(c: float, case: Case) -> str:
-    for s, where in _dims(case):
-        for expr, value in ((f"sqrt({where})", math.sqrt(s)), (where, s), (f"1/sqrt({where})", 1 / math.sqrt(s)),
-                            (f"1/{where}", 1 / s)):
-            if abs(c - value) <= 1e-6 * max(1.0, abs(value)):
-                return f" (= {expr}, with {where} = {s})"
+FACTOR = "<factor>"  # where a relation's message says what its fitted factor is
+
+
+def _factor_words(pairs: list[_Pair]) -> str:
+    """The factor as an expression of the cases' sizes ("= sqrt(Q.shape[-1])"), when one
+    expression gives every failing case's factor; else nothing (a 2 is not "sqrt(4)" by chance)."""
+    fitted = [(p.factor, p.case) for p in pairs if p.factor is not None]
+    if not fitted:
+        return ""
+    c0, case0 = fitted[0]
+    forms = (("sqrt({})", math.sqrt), ("{}", lambda s: s), ("1/sqrt({})", lambda s: 1 / math.sqrt(s)),
+             ("1/{}", lambda s: 1 / s))
+    for s, where in _dims(case0):
+        for form, f in forms:
+            if all(any(w == where and abs(c - f(n)) <= 1e-6 * max(1.0, abs(f(n))) for n, w in _dims(case))
+                   for c, case in fitted):
+                return f" (= {form.format(where)})"
     return ""
 
 
@@ -745,7 +757,8 @@ def _rel_factor(p: _Pair) -> str | None:
     c = float(np.sum(a[ok] * r[ok]) / denom)
     if abs(c - 1) < 1e-6 or abs(c + 1) < 1e-6 or abs(c) < 1e-12 or not p.close(a, c * r):
         return None
-    return (f"{_cap(p.label)} is the right answer times {c:.6g}{_factor_words(c, p.case)} on case "
+    p.factor = c
+    return (f"{_cap(p.label)} is the right answer times {c:.6g}{FACTOR} on case "
             f"{p.case.name!r}: a constant factor is off. Look for a factor you multiply or divide by once "
             "too often, or not at all.")
 
@@ -851,9 +864,11 @@ def _rel_temperature(p: _Pair) -> str | None:
     if ax is None or np.any(p.a < 0) or not np.all(np.isfinite(p.a)):
         return None
     pos = p.r > 0
-    if np.any((p.a > 0) != pos):
+    if np.any((p.a > 0) & ~pos):
         return None
-    c = _fit(_centered_logs(p.a, pos, ax), _centered_logs(p.r, pos, ax), pos)
+    # Fit c where both are positive: a sharper softmax underflows to exact zeros (checked below)
+    both = pos & (p.a > 0)
+    c = _fit(_centered_logs(p.a, both, ax), _centered_logs(p.r, both, ax), both)
     if c is None or abs(c - 1) < 1e-6:
         return None
     s = np.where(pos, np.log(np.where(pos, p.r, 1.0)), -np.inf)
@@ -863,8 +878,9 @@ def _rel_temperature(p: _Pair) -> str | None:
         return ("sign-flipped", f"{_cap(p.label)} gives the most weight to the lowest scores: it is the softmax of the "
                 f"right scores times {c:.4g}. Check the sign of the scores (exp(x), not exp(-x)).")
     sharp = "sharper" if c > 1 else "flatter"
+    p.factor = c
     return (f"{_cap(p.label)} is {sharp} than it should be: it is the softmax of the right scores "
-            f"multiplied by {c:.4g}{_factor_words(c, p.case)} on case {p.case.name!r}. The scores are scaled by "
+            f"multiplied by {c:.4g}{FACTOR} on case {p.case.name!r}. The scores are scaled by "
             "the wrong factor: check the scale (1/sqrt(d_k) in attention, with d_k the width of the queries "
             "and keys) or temperature before the softmax.")
 
