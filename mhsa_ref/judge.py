@@ -8,7 +8,10 @@ per case, and compares them with the reference in this order:
     raised? -> number of outputs -> type -> shape -> dtype -> finiteness -> values -> inputs intact
 
 When something is wrong it tries the exercise's known misconceptions: if the learner's
-outcomes agree with a wrong implementation on every case, that mistake is named.
+outcomes agree with a wrong implementation on every case, that mistake is named. Failing that,
+the generic diagnoses of ``mhsa_ref.diagnoses`` name it from how the outputs relate to the
+reference's (an ignored argument, a constant factor, axes swapped, ...); a listed misconception,
+being more specific, always wins.
 """
 
 from __future__ import annotations
@@ -18,6 +21,8 @@ from typing import NamedTuple
 
 import numpy as np
 
+from . import diagnoses
+from .diagnoses import Diagnosis
 from .spec import FLOAT32_OUTPUT, INPUT_MODIFIED, Case, Exercise
 from .untrusted import calls
 from .untrusted.calls import describe
@@ -228,21 +233,26 @@ def judge(
     mid = diff.misconception
     if mid is None:
         mid = diagnose(ex, cases, outcomes)
+    found = None
+    if mid is None:
+        found = diagnoses.generic(ex, cases, outcomes, reference)
+        mid = found.id if found else None
     if mid is not None and got.ending != OUT_OF_MEMORY:
         verdict.status = FAILED
         verdict.misconception = mid
-    verdict.feedback = _feedback(ex, case, got, diff, mid)
+    verdict.feedback = _feedback(ex, case, got, diff, mid, found)
     return verdict
 
 
-def _feedback(ex: Exercise, case: Case, got: Outcome, diff: Difference, mid: str | None) -> str:
+def _feedback(ex: Exercise, case: Case, got: Outcome, diff: Difference, mid: str | None,
+              found: Diagnosis | None = None) -> str:
     first, _, arrays = diff.message.partition("\n")
     first = first.rstrip(" .")
     lines = [f"On case {case.name!r}, {first}{'' if first[-1:] in '?!:' else '.'}"] + ([arrays] if arrays else [])
-    mis = (ex.misconception(mid) or COMMON_MISCONCEPTIONS.get(mid)) if mid else None
+    mis = (ex.misconception(mid) or COMMON_MISCONCEPTIONS.get(mid) or found) if mid else None
     if mis is not None:
         lines.append(f"Likely mistake [{mis.id}]: {mis.message}")
-    elif diff.about_values:
+    if (mis is None or mis is found) and diff.about_values:  # a generic diagnosis keeps the hints
         for prop in ex.properties:
             problem = _safe_property(prop, case, got.outputs)
             if problem:

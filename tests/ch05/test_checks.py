@@ -185,7 +185,7 @@ class KeysUnderNoGrad(_Explicit):
 def test_gradient_only_mistake_names_the_parameter():
     v = evaluate(OutputBiasDetached, MHSA)
     assert v.status == "failed", format_verdict(v)
-    assert v.misconception is None
+    assert v.misconception == "gradient-wrong:W_o.bias"  # a generic diagnosis: output right, gradient not
     assert "`W_o.bias.grad`" in v.feedback
 
 

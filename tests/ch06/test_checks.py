@@ -64,7 +64,9 @@ def test_unlisted_layer_norm_mistake_gets_the_mean_hint():
         return c / np.sqrt(x.var(axis=-1, keepdims=True) + eps) * gamma + beta
 
     v = evaluate(layer_norm, LN)
-    assert (v.status, v.misconception) == ("failed", None), format_verdict(v)
+    # Right on the one 1-D case (axis 0 is its last axis), wrong on every batch: the generic
+    # diagnosis says so, and the property's hint still shows.
+    assert (v.status, v.misconception) == ("failed", "wrong-with-batch-axes:x"), format_verdict(v)
     assert "Hint: after undoing gamma and beta, your vectors do not have mean 0" in v.feedback
 
 
@@ -103,7 +105,7 @@ class LN2Frozen(BlockHelpers):
 
 def test_gradient_only_mistake_names_the_parameter():
     v = evaluate(LN2Frozen, BLOCK)
-    assert (v.status, v.misconception) == ("failed", None), format_verdict(v)
+    assert (v.status, v.misconception) == ("failed", "gradient-wrong:ln2.bias"), format_verdict(v)
     assert "`ln2.bias.grad` has shape (0,)" in v.feedback
 
 
