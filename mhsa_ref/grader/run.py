@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import os
 import queue
-import re
 import secrets
 import shutil
 import signal
@@ -76,21 +75,31 @@ def run_submission(code: str, filename: str, exercises: list[Exercise], cases: l
         for ex, ex_cases in zip(exercises, cases)
     ]
     report = RunReport([ExerciseRun() for _ in exercises])
-    # Forked sandboxes inherit what the zygote imported: PyTorch only when the code may need it.
-    torch = any(ex.harness for ex in exercises) or bool(re.search(r"^\s*(import|from)\s+torch\b", code, re.M))
+    packages = sandbox_packages(exercises)
     start = 0
     while start < len(exercises):
         report.processes_started += 1
-        start = _one_process(code, filename, specs, blobs, cases, start, limits, report, torch)
+        start = _one_process(code, filename, specs, blobs, cases, start, limits, report, packages)
     report.seconds = time.perf_counter() - t0
     return report
+
+
+def sandbox_packages(exercises: list[Exercise]) -> tuple[str, ...]:
+    """The installed packages a sandbox holds: NumPy, plus what the exercises' chapters require.
+    Nothing else is there to import, so what a NumPy chapter forbids from PyTorch, SciPy or JAX
+    does not exist in its sandbox."""
+    from .. import chapters
+
+    extra = {p for ex in exercises for p in chapters.get(ex.chapter).requires}
+    return ("numpy",) + tuple(sorted(extra - {"numpy"}))
 
 
 class _Zygote:
     """A forking server (``boot.py --zygote``) per grader process: Python, NumPy and PyTorch are
     imported once, and each sandbox starts as a fork of it."""
 
-    def __init__(self) -> None:
+    def __init__(self, packages: tuple[str, ...]) -> None:
+        self.packages = packages
         ours, theirs = socket.socketpair()
         self.proc = subprocess.Popen(
             [sys.executable, "-I", "-B", BOOT, "--zygote", str(theirs.fileno())], pass_fds=(theirs.fileno(),),
@@ -109,14 +118,16 @@ class _Zygote:
             raise OSError("the zygote is gone")
         return json.loads(reply)
 
-    def spawn(self, plan_fd: int, result_fd: int, torch: bool) -> int:
-        return self._ask({"op": "spawn", "torch": torch}, [plan_fd, result_fd])["pid"]
+    def spawn(self, plan_fd: int, result_fd: int) -> int:
+        return self._ask({"op": "spawn", "packages": list(self.packages)}, [plan_fd, result_fd])["pid"]
 
     def wait(self, pid: int, block: bool = True) -> int | None:
         return self._ask({"op": "wait", "pid": pid, "block": block})["status"]
 
 
-_zygote: _Zygote | None = None
+# One zygote per set of packages: a NumPy chapter's sandbox is never a fork of one that imported
+# PyTorch (it would find it in sys.modules).
+_zygotes: dict[tuple[str, ...], _Zygote] = {}
 ENV = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "PATH": "/usr/bin:/bin"}
 
 
@@ -127,18 +138,19 @@ def _stderr():
 class _Sandbox:
     """One sandboxed process, forked by the zygote (or, failing that, started afresh)."""
 
-    def __init__(self, torch: bool) -> None:
-        global _zygote
+    def __init__(self, packages: tuple[str, ...]) -> None:
         plan_r, self.plan_w = os.pipe()
         self.result_r, result_w = os.pipe()
         self.proc, self.zygote = None, None
         try:
-            if _zygote is None or not _zygote.usable():
-                _zygote = _Zygote()
-            self.zygote = _zygote
-            self.pid = _zygote.spawn(plan_r, result_w, torch)
+            zygote = _zygotes.get(packages)
+            if zygote is None or not zygote.usable():
+                zygote = _zygotes[packages] = _Zygote(packages)
+            self.zygote = zygote
+            self.pid = zygote.spawn(plan_r, result_w)
         except OSError:  # no zygote: one fresh interpreter for this sandbox
-            _zygote = self.zygote = None
+            _zygotes.pop(packages, None)
+            self.zygote = None
             self.proc = subprocess.Popen([sys.executable, "-I", "-B", BOOT, str(result_w)], stdin=plan_r,
                                          stdout=subprocess.DEVNULL, stderr=_stderr(), pass_fds=(result_w,),
                                          start_new_session=True, env=ENV, cwd="/")
@@ -163,7 +175,18 @@ class _Sandbox:
         return self.kill_and_wait()
 
     def kill_and_wait(self, uid: int | None = None) -> int:
-        """Kill the process group (in a PID namespace that takes every descendant with it)."""
+        """End the sandbox and everything it started. With namespaces, the outer process (which
+        no submitted code runs in) kills the PID namespace's init on SIGTERM, and with it every
+        process inside; then the process group is killed, and without a PID namespace also
+        every process of the sandbox's uid."""
+        if uid is None and self._poll(block=False) is None:
+            try:
+                os.kill(self.pid, signal.SIGTERM)
+            except (ProcessLookupError, PermissionError):
+                pass
+            end = time.monotonic() + 2.0
+            while self._poll(block=False) is None and time.monotonic() < end:
+                time.sleep(0.002)
         try:
             os.killpg(self.pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
@@ -185,21 +208,21 @@ def _kill_uid(uid: int) -> None:
     os.waitpid(pid, 0)
 
 
-def _one_process(code, filename, specs, blobs, cases, start, limits, report, torch) -> int:
+def _one_process(code, filename, specs, blobs, cases, start, limits, report, packages) -> int:
     """Run exercises from ``start`` in one sandbox; return where the next sandbox should begin."""
     nonce = secrets.token_hex(16)
     root = tempfile.mkdtemp(prefix="mhsa-sandbox-")
     os.chmod(root, 0o755)
     n = len(specs)
     plan = {"nonce": nonce, "code": code, "filename": filename, "exercises": specs, "start": start,
-            "root": root, "uid": 100000 + secrets.randbelow(50000),
+            "root": root, "uid": 100000 + secrets.randbelow(50000), "packages": list(packages),
             # Off only to test (or debug) the fallback used where Linux refuses namespaces.
             "namespaces": os.environ.get("MHSA_GRADER_NAMESPACES", "1") != "0",
             "limits": {"memory_mb": limits.memory_mb, "processes": limits.processes,
                        "file_mb": limits.file_mb, "scratch_mb": limits.scratch_mb,
                        "cpu_s": int(limits.timeout_s * (n - start + 1)) + 5}}
     t_spawn = time.perf_counter()
-    box = _Sandbox(torch)
+    box = _Sandbox(packages)
     frames: queue.Queue = queue.Queue()
     reader = threading.Thread(target=_read, args=(os.fdopen(box.result_r, "rb"), nonce, frames), daemon=True)
     reader.start()
