@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import queue
+import re
 import secrets
 import shutil
 import signal
@@ -26,7 +27,7 @@ from dataclasses import dataclass, field, replace
 from ..judge import modified_arguments
 from ..spec import Exercise
 from ..untrusted import protocol
-from ..untrusted.outcome import ERROR, MISSING, TIMEOUT, Outcome
+from ..untrusted.outcome import ERROR, MISSING, REMOVED, TIMEOUT, Outcome
 
 BOOT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "untrusted", "boot.py")
 RESULT_BYTES = 256 << 20  # all arrays a submission may send back, together
@@ -75,23 +76,42 @@ def run_submission(code: str, filename: str, exercises: list[Exercise], cases: l
         for ex, ex_cases in zip(exercises, cases)
     ]
     report = RunReport([ExerciseRun() for _ in exercises])
-    packages = sandbox_packages(exercises)
+    packages = sandbox_packages(exercises, code)
+    stops = _process_stops(exercises, packages)
     start = 0
     while start < len(exercises):
+        stop = next(s for s in stops if s > start)
         report.processes_started += 1
-        start = _one_process(code, filename, specs, blobs, cases, start, limits, report, packages)
+        start = _one_process(code, filename, specs, blobs, cases, start, stop, limits, report, packages)
     report.seconds = time.perf_counter() - t0
     return report
 
 
-def sandbox_packages(exercises: list[Exercise]) -> tuple[str, ...]:
-    """The installed packages a sandbox holds: NumPy, plus what the exercises' chapters require.
-    Nothing else is there to import, so what a NumPy chapter forbids from PyTorch, SciPy or JAX
-    does not exist in its sandbox."""
+# Installed packages a notebook may import beside its chapter's: the book's figures use them, and
+# they hold nothing an exercise forbids.
+PLOTTING = ("matplotlib",)
+
+
+def sandbox_packages(exercises: list[Exercise], code: str = "") -> tuple[str, ...]:
+    """The installed packages a sandbox holds: NumPy, what the exercises' chapters require, and
+    the plotting packages the code imports. Nothing else is there to import, so what a NumPy
+    chapter forbids from PyTorch, SciPy or JAX does not exist in its sandbox."""
     from .. import chapters
 
     extra = {p for ex in exercises for p in chapters.get(ex.chapter).requires}
+    extra |= {p for p in PLOTTING if re.search(rf"^\s*(import|from)\s+{p}\b", code, re.M)}
     return ("numpy",) + tuple(sorted(extra - {"numpy"}))
+
+
+def _process_stops(exercises: list[Exercise], packages: tuple[str, ...]) -> list[int]:
+    """Where each sandbox's run of exercises ends. A sandbox removes what its exercises forbid
+    from the installed packages (``runner.forbid``) for good, so exercises that forbid different
+    things run in different sandboxes (``06.layer_norm`` forbids ``nn.LayerNorm``, which
+    ``06.TransformerBlock`` must use); a NumPy chapter, which has nothing to remove, runs in one."""
+    def removed(ex: Exercise) -> frozenset[str]:
+        return frozenset(n for n in ex.forbidden if n.split(".")[0] in packages)
+
+    return [i for i in range(1, len(exercises)) if removed(exercises[i]) != removed(exercises[i - 1])] + [len(exercises)]
 
 
 class _Zygote:
@@ -208,13 +228,13 @@ def _kill_uid(uid: int) -> None:
     os.waitpid(pid, 0)
 
 
-def _one_process(code, filename, specs, blobs, cases, start, limits, report, packages) -> int:
-    """Run exercises from ``start`` in one sandbox; return where the next sandbox should begin."""
+def _one_process(code, filename, specs, blobs, cases, start, stop, limits, report, packages) -> int:
+    """Run exercises ``start`` to ``stop`` in one sandbox; return where the next sandbox should begin."""
     nonce = secrets.token_hex(16)
     root = tempfile.mkdtemp(prefix="mhsa-sandbox-")
     os.chmod(root, 0o755)
-    n = len(specs)
-    plan = {"nonce": nonce, "code": code, "filename": filename, "exercises": specs, "start": start,
+    n = stop
+    plan = {"nonce": nonce, "code": code, "filename": filename, "exercises": specs, "start": start, "stop": stop,
             "root": root, "uid": 100000 + secrets.randbelow(50000), "packages": list(packages),
             # Off only to test (or debug) the fallback used where Linux refuses namespaces.
             "namespaces": os.environ.get("MHSA_GRADER_NAMESPACES", "1") != "0",
@@ -238,7 +258,7 @@ def _one_process(code, filename, specs, blobs, cases, start, limits, report, pac
     def stop(status: str, outside: str, inside: str) -> int:
         """Fail the exercise under way (or, outside one, all that remain); where to go on."""
         if running is None:
-            _fail_from(report, done + 1, status, outside)
+            _fail_from(report, done + 1, status, outside, end=n)
             return n
         _fail_from(report, running, status, inside, only_one=True)
         return running + 1
@@ -266,7 +286,7 @@ def _one_process(code, filename, specs, blobs, cases, start, limits, report, pac
                 report.start_seconds += time.perf_counter() - t_spawn
                 phase = "loading"
             elif t == "fatal" and phase == "boot":
-                _fail_from(report, start, ERROR,
+                _fail_from(report, start, ERROR, end=n, message=
                            f"could not be graded: the sandbox could not start: {str(header.get('error'))[:300]}")
                 return n
             elif t == "loaded" and phase == "loading":
@@ -284,6 +304,11 @@ def _one_process(code, filename, specs, blobs, cases, start, limits, report, pac
                 if after is not None:
                     outcome = replace(outcome, modified=modified_arguments(case, after))
                 report.exercises[running].outcomes.append(outcome)
+                if outcome.ending == ERROR and REMOVED in (outcome.error or ""):
+                    # A removed callable was called (or its message imitated: either way no credit).
+                    name = outcome.error.split(REMOVED, 1)[1].split()[0].strip("`'\".,:;()")[:100]
+                    if name not in report.exercises[running].forbidden_calls:
+                        report.exercises[running].forbidden_calls.append(name)
                 case_index += 1
             elif t == "done" and running is not None and header.get("exercise") == running:
                 run = report.exercises[running]
@@ -292,7 +317,7 @@ def _one_process(code, filename, specs, blobs, cases, start, limits, report, pac
                 elif case_index != len(cases[running]):
                     raise protocol.ProtocolError("an exercise ended without all its cases")
                 run.finished = True
-                run.forbidden_calls = [str(c)[:100] for c in header.get("forbidden_calls", [])][:20]
+                run.forbidden_calls = run.forbidden_calls[:20]
                 done, running = running, None
                 deadline = time.monotonic() + limits.timeout_s
             elif t == "finished" and running is None and done == n - 1:
@@ -300,7 +325,7 @@ def _one_process(code, filename, specs, blobs, cases, start, limits, report, pac
             else:
                 raise protocol.ProtocolError(f"an unexpected {str(t)[:20]!r} frame")
     except protocol.ProtocolError as exc:
-        _fail_from(report, done + 1 if running is None else running, ERROR,
+        _fail_from(report, done + 1 if running is None else running, ERROR, end=n, message=
                    f"could not be graded: the grader received results it cannot trust ({exc}); has your "
                    "code written to the grader's channel?")
         return n
@@ -324,10 +349,11 @@ def _read(stream, nonce: str, frames: queue.Queue) -> None:
         stream.close()
 
 
-def _fail_from(report: RunReport, index: int, status: str, message: str, only_one: bool = False) -> None:
-    """End exercise ``index`` (and, unless ``only_one``, every later one not yet finished) with
-    ``status``."""
-    for i in range(index, len(report.exercises)):
+def _fail_from(report: RunReport, index: int, status: str, message: str, only_one: bool = False,
+               end: int | None = None) -> None:
+    """End exercise ``index`` (and, unless ``only_one``, every later one before ``end`` not yet
+    finished) with ``status``."""
+    for i in range(index, len(report.exercises) if end is None else end):
         if not report.exercises[i].finished:
             report.exercises[i] = ExerciseRun(status, message=message, finished=True)
         if only_one:

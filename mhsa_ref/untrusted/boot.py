@@ -182,7 +182,8 @@ def _install_library(lib: str, files: dict[str, str]) -> None:
             f.write(text)
 
 
-def _build_root(root: str, files: dict[str, str], size_mb: int, packages: tuple[str, ...]) -> list[str]:
+def _build_root(root: str, files: dict[str, str], size_mb: int, packages: tuple[str, ...],
+                hidden: list[str]) -> list[str]:
     _mount(None, "/", None, MS_REC | MS_PRIVATE)
     _mount("tmpfs", root, "tmpfs", MS_NOSUID | MS_NODEV, f"size={size_mb}m,nr_inodes={INODES},mode=0755")
     dirs = [d for d in SYSTEM_DIRS if os.path.lexists(d)] + _python_dirs()
@@ -210,6 +211,16 @@ def _build_root(root: str, files: dict[str, str], size_mb: int, packages: tuple[
         else:
             open(target, "w").close()
         _bind_readonly(source, target)
+    # The source of every removed function reads as empty: re-importing its module, or running
+    # its file, cannot bring the function back.
+    empty = root + "/opt/empty"
+    os.makedirs(os.path.dirname(empty), exist_ok=True)
+    open(empty, "w").close()
+    for path in hidden:
+        for candidate in [path] + glob.glob(os.path.join(os.path.dirname(path), "__pycache__",
+                                                         os.path.basename(path)[:-3] + ".*.pyc")):
+            if os.path.isfile(root + candidate):
+                _bind_readonly(empty, root + candidate)
     for site_dir in sites:
         _mount(None, root + site_dir, None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV)
     os.makedirs(root + "/dev")
@@ -401,12 +412,15 @@ def sandbox(plan_stream, result_fd: int) -> None:
     processes = limits["processes"] + (0 if _STARTED_AS_ROOT else _own_processes())
     vm_size = _vm_size()
     notes = []
+    packages = tuple(plan["packages"])
+    forbidden = sorted({n for spec in plan["exercises"][plan["start"]:plan["stop"]] for n in spec["forbidden"]})
     try:
         if not plan["namespaces"]:
             raise OSError(0, "namespaces turned off (MHSA_GRADER_NAMESPACES=0)")
         if not _enter_namespaces():
             raise OSError(ctypes.get_errno(), "namespaces refused")
-        sys.path[:] = _build_root(plan["root"], FILES, limits["scratch_mb"], tuple(plan["packages"]))
+        hidden = runner.forbid(forbidden, packages)
+        sys.path[:] = _build_root(plan["root"], FILES, limits["scratch_mb"], packages, hidden)
         isolation = "namespaces"
     except OSError as exc:
         # Namespaces refused (e.g. a container without CAP_SYS_ADMIN): run in a private
@@ -423,6 +437,7 @@ def sandbox(plan_stream, result_fd: int) -> None:
                 os.chown(path, plan["uid"], plan["uid"])
         os.chdir(scratch)
         sys.path[:] = [lib] + _import_path()
+        runner.forbid(forbidden, packages)
         isolation = "none"
         notes.append(f"namespaces unavailable ({exc.strerror or exc})")
     _limits(limits, vm_size, processes)
@@ -474,6 +489,11 @@ def zygote(control_fd: int) -> None:
                     import torch  # noqa: F401
                 except ImportError:
                     pass
+                for module in ("torch._refs", "torch._refs.nn.functional", "torch._decomp"):
+                    try:  # where forbidden operators have Python versions (runner.forbid)
+                        importlib.import_module(module)
+                    except ImportError:
+                        pass
             allowed_entries(packages)  # computed once here, inherited by every fork
             pid = os.fork()
             if pid == 0:
