@@ -248,8 +248,8 @@ def test_ch01_torch_does_not_exist(tmp_path: Path, name: str) -> None:
     cells = [CH01_SOFTMAX, CH01_SDPA.replace("@@SDPA@@", CH01_ATTACKS[name])]
     result = _grade(tmp_path, name, cells, "01")
     assert result["01.softmax"]["status"] == "passed", result
-    _refused(result["01.scaled_dot_product_attention"], forbidden_expected=False)
-    assert "name 'torch' is not defined" in result["01.scaled_dot_product_attention"]["feedback"], result
+    _refused(result["01.scaled_dot_product_attention"], forbidden_expected=True)
+    assert "`torch`" in result["01.scaled_dot_product_attention"]["feedback"], result
 
 
 @pytest.mark.parametrize("name", sorted(CH05_ATTACKS))

@@ -98,7 +98,10 @@ def sandbox_packages(exercises: list[Exercise], code: str = "") -> tuple[str, ..
     chapter forbids from PyTorch, SciPy or JAX does not exist in its sandbox."""
     from .. import chapters
 
-    extra = {p for ex in exercises for p in chapters.get(ex.chapter).requires}
+    extra = {"torch"} if any(ex.harness for ex in exercises) else set()  # a harness runs PyTorch
+    for ex in exercises:
+        if ex.chapter in chapters.numbers():
+            extra |= set(chapters.get(ex.chapter).requires)
     extra |= {p for p in PLOTTING if re.search(rf"^\s*(import|from)\s+{p}\b", code, re.M)}
     return ("numpy",) + tuple(sorted(extra - {"numpy"}))
 
@@ -317,7 +320,8 @@ def _one_process(code, filename, specs, blobs, cases, start, stop, limits, repor
                 elif case_index != len(cases[running]):
                     raise protocol.ProtocolError("an exercise ended without all its cases")
                 run.finished = True
-                run.forbidden_calls = run.forbidden_calls[:20]
+                run.forbidden_calls = (run.forbidden_calls + _absent_forbidden(
+                    report.load_problems, run.outcomes, specs[running]["forbidden"], packages))[:20]
                 done, running = running, None
                 deadline = time.monotonic() + limits.timeout_s
             elif t == "finished" and running is None and done == n - 1:
@@ -332,6 +336,18 @@ def _one_process(code, filename, specs, blobs, cases, start, stop, limits, repor
     finally:
         box.kill_and_wait(uid=None if report.isolation == "namespaces" else plan["uid"])
         shutil.rmtree(root, ignore_errors=True)
+
+
+def _absent_forbidden(load_problems: list[str], outcomes: list[Outcome], forbidden: list[str],
+                      packages: tuple[str, ...]) -> list[str]:
+    """Packages an exercise forbids calls from, which the sandbox does not hold, and which the
+    code failed for want of (``import torch`` in a NumPy chapter): the exercise used what it
+    forbids, and is told so rather than shown a bare import error."""
+    if not any(o.ending == ERROR for o in outcomes):
+        return []
+    texts = load_problems + [o.error or "" for o in outcomes]
+    wanted = {m.split(".")[0] for t in texts for m in re.findall(r"No module named '([\w.]+)'", t)}
+    return sorted(p for p in wanted - set(packages) if any(n.split(".")[0] == p for n in forbidden))
 
 
 def _read(stream, nonce: str, frames: queue.Queue) -> None:
