@@ -9,14 +9,12 @@ or a crash costs only the exercise it happened in.
 
 from __future__ import annotations
 
-import json
 import os
 import queue
 import re
 import secrets
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -28,18 +26,10 @@ from ..judge import modified_arguments
 from ..spec import Exercise
 from ..untrusted import protocol
 from ..untrusted.outcome import ERROR, MISSING, REMOVED, TIMEOUT, Outcome
+from . import zygote
+from .limits import Limits
 
-BOOT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "untrusted", "boot.py")
 RESULT_BYTES = 256 << 20  # all arrays a submission may send back, together
-
-
-@dataclass(frozen=True)
-class Limits:
-    timeout_s: float = 10.0  # wall clock per exercise (and for loading the definitions)
-    memory_mb: int = 1024  # address space the learner's code may add
-    processes: int = 32
-    file_mb: int = 64  # largest file the learner's code may write
-    scratch_mb: int = 128  # size of the sandbox's private, writable tmpfs
 
 
 @dataclass
@@ -117,47 +107,6 @@ def _process_stops(exercises: list[Exercise], packages: tuple[str, ...]) -> list
     return [i for i in range(1, len(exercises)) if removed(exercises[i]) != removed(exercises[i - 1])] + [len(exercises)]
 
 
-class _Zygote:
-    """A forking server (``boot.py --zygote``) per grader process: Python, NumPy and PyTorch are
-    imported once, and each sandbox starts as a fork of it."""
-
-    def __init__(self, packages: tuple[str, ...]) -> None:
-        self.packages = packages
-        ours, theirs = socket.socketpair()
-        self.proc = subprocess.Popen(
-            [sys.executable, "-I", "-B", BOOT, "--zygote", str(theirs.fileno())], pass_fds=(theirs.fileno(),),
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=_stderr(), env=ENV, cwd="/")
-        theirs.close()
-        self.control = ours
-        self.owner = os.getpid()  # a forked grader worker must start its own, never share this one
-
-    def usable(self) -> bool:
-        return self.owner == os.getpid() and self.proc.poll() is None
-
-    def _ask(self, request: dict, fds: list[int] = ()) -> dict:
-        socket.send_fds(self.control, [json.dumps(request).encode()], list(fds))
-        reply = self.control.recv(4096)
-        if not reply:
-            raise OSError("the zygote is gone")
-        return json.loads(reply)
-
-    def spawn(self, plan_fd: int, result_fd: int) -> int:
-        return self._ask({"op": "spawn", "packages": list(self.packages)}, [plan_fd, result_fd])["pid"]
-
-    def wait(self, pid: int, block: bool = True) -> int | None:
-        return self._ask({"op": "wait", "pid": pid, "block": block})["status"]
-
-
-# One zygote per set of packages: a NumPy chapter's sandbox is never a fork of one that imported
-# PyTorch (it would find it in sys.modules).
-_zygotes: dict[tuple[str, ...], _Zygote] = {}
-ENV = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "PATH": "/usr/bin:/bin"}
-
-
-def _stderr():
-    return None if os.environ.get("MHSA_GRADER_DEBUG") else subprocess.DEVNULL
-
-
 class _Sandbox:
     """One sandboxed process, forked by the zygote (or, failing that, started afresh)."""
 
@@ -166,17 +115,14 @@ class _Sandbox:
         self.result_r, result_w = os.pipe()
         self.proc, self.zygote = None, None
         try:
-            zygote = _zygotes.get(packages)
-            if zygote is None or not zygote.usable():
-                zygote = _zygotes[packages] = _Zygote(packages)
-            self.zygote = zygote
-            self.pid = zygote.spawn(plan_r, result_w)
+            self.zygote = zygote.get("torch" in packages)
+            self.pid = self.zygote.spawn(plan_r, result_w, packages)
         except OSError:  # no zygote: one fresh interpreter for this sandbox
-            _zygotes.pop(packages, None)
+            zygote.forget("torch" in packages)
             self.zygote = None
-            self.proc = subprocess.Popen([sys.executable, "-I", "-B", BOOT, str(result_w)], stdin=plan_r,
-                                         stdout=subprocess.DEVNULL, stderr=_stderr(), pass_fds=(result_w,),
-                                         start_new_session=True, env=ENV, cwd="/")
+            self.proc = subprocess.Popen([sys.executable, "-I", "-B", zygote.BOOT, str(result_w)], stdin=plan_r,
+                                         stdout=subprocess.DEVNULL, stderr=zygote.stderr(), pass_fds=(result_w,),
+                                         start_new_session=True, env=zygote.ENV, cwd="/")
             self.pid = self.proc.pid
         os.close(plan_r)
         os.close(result_w)

@@ -465,7 +465,19 @@ def sandbox(plan_stream, result_fd: int) -> None:
     _exit(code)
 
 
-def zygote(control_fd: int) -> None:
+def _import_torch() -> None:
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        return
+    for module in ("torch._refs", "torch._refs.nn.functional", "torch._decomp"):
+        try:  # where forbidden operators have Python versions (runner.forbid)
+            importlib.import_module(module)
+        except ImportError:
+            pass
+
+
+def zygote(control_fd: int, torch: bool = False) -> None:
     """Serve sandboxes by forking this process, whose imports (NumPy, and PyTorch once a plan
     needs it) are then paid once per grader worker instead of once per submission.
 
@@ -474,6 +486,8 @@ def zygote(control_fd: int) -> None:
     """
     control = socket.socket(fileno=control_fd)
     libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)  # never outlive the grader worker
+    if torch:
+        _import_torch()
     while True:
         try:
             message, fds, _, _ = socket.recv_fds(control, 4096, 2)
@@ -484,16 +498,8 @@ def zygote(control_fd: int) -> None:
         request = json.loads(message)
         if request["op"] == "spawn":
             packages = tuple(request.get("packages", ("numpy",)))
-            if "torch" in packages:  # a zygote serves one set of packages: the grader keeps one per set
-                try:
-                    import torch  # noqa: F401
-                except ImportError:
-                    pass
-                for module in ("torch._refs", "torch._refs.nn.functional", "torch._decomp"):
-                    try:  # where forbidden operators have Python versions (runner.forbid)
-                        importlib.import_module(module)
-                    except ImportError:
-                        pass
+            if "torch" in packages:  # only a PyTorch zygote is asked for these (grader/zygote.py)
+                _import_torch()
             allowed_entries(packages)  # computed once here, inherited by every fork
             pid = os.fork()
             if pid == 0:
@@ -515,6 +521,6 @@ def zygote(control_fd: int) -> None:
 
 if __name__ == "__main__":
     if sys.argv[1:2] == ["--zygote"]:
-        zygote(int(sys.argv[2]))
+        zygote(int(sys.argv[2]), torch=sys.argv[3:4] == ["torch"])
     else:  # one sandbox: the plan on stdin, the results pipe named in the plan
         sandbox(sys.stdin.buffer, int(sys.argv[1]))

@@ -82,4 +82,6 @@ def summary_chart(counts: Counter, n_students: int, path: Path) -> bool:
 def write(results: list[SubmissionResult], seed: int, out: Path) -> None:
     text, counts = summary(results)
     write_atomically(out / "summary.md", text)
-    summary_chart(counts, len({r.student for r in results}), out / "summary.png")
+    students = len({r.student for r in results})
+    if students > 1:  # a chart of one student says nothing, and drawing it costs most of a one-notebook run
+        summary_chart(counts, students, out / "summary.png")
