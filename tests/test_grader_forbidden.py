@@ -173,6 +173,14 @@ def _prepare(_=globals().__setitem__("_SOURCE", (lambda ns: (exec(open(F.__file_
     pass
 '''
 
+# Importing PyTorch caches the source of torch/nn/functional.py in linecache.
+LINECACHE = '''
+import linecache
+
+def _prepare(_=globals().__setitem__("_CACHED", (lambda ns: (exec("".join(linecache.getlines(F.__file__)), ns), ns)[1])(dict(vars(F))))):
+    pass
+'''
+
 ALIAS = '''
 def _prepare(_=globals().__setitem__("_ALIAS", getattr(F, _NAME))):
     pass
@@ -184,6 +192,7 @@ CH05_ATTACKS = {
     "wrapper_attributes": ([UNWRAP], "_original(getattr(F, _NAME))", ""),
     "module_reloaded": ([RELOAD, NO_CLEAN], "getattr(_RELOADED, _NAME)", ""),
     "source_executed": ([EXEC_SOURCE, NO_CLEAN], "_SOURCE[_NAME]", ""),
+    "source_from_linecache": ([LINECACHE, NO_CLEAN], "_CACHED[_NAME]", ""),
     "through_nn_module": ([NO_CLEAN], "getattr(nn, 'Multihead' + 'Attention')(d_model, num_heads, bias=bias)"
                                       ".forward.__func__.__globals__['F'].__dict__[_NAME]", ""),
 }

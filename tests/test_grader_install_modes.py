@@ -24,6 +24,7 @@ import shutil
 import subprocess
 import sys
 import sysconfig
+import tempfile
 import zipfile
 from pathlib import Path
 
@@ -212,10 +213,34 @@ def _ensure_sandbox_code_matches(python: Path) -> None:
     assert not where.startswith(str(ROOT) + "/"), where
 
 
+@pytest.fixture
+def open_tmp():
+    """A world-readable folder (pytest's own is private to its user, which alone would keep the
+    sandbox's unprivileged uid out, and hide what the namespaces must hide)."""
+    path = Path(tempfile.mkdtemp(prefix="mhsa-install-modes-"))
+    path.chmod(0o755)
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("mode", ["regular", "wheel", "editable", "editable-compat"])
-def test_reference_unreadable_in_the_sandbox(tmp_path: Path, mode: str) -> None:
-    source = _repo_copy(tmp_path / "repo")
+@pytest.mark.parametrize("mode", ["regular", "wheel", "editable", "editable-compat", "editable-in-python-dir"])
+def test_reference_unreadable_in_the_sandbox(open_tmp: Path, mode: str) -> None:
+    if mode == "editable-in-python-dir":
+        # A checkout inside a directory the sandbox binds whole (the interpreter's installation,
+        # like /usr/src under /usr): the package's own folder and its repository stay hidden.
+        inside = Path(tempfile.mkdtemp(prefix="mhsa-test-checkout-", dir=sys.base_prefix))
+        inside.chmod(0o755)
+        try:
+            _test_mode(open_tmp, "editable", inside / "repo")
+        finally:
+            shutil.rmtree(inside, ignore_errors=True)
+    else:
+        _test_mode(open_tmp, mode, open_tmp / "repo")
+
+
+def _test_mode(tmp_path: Path, mode: str, repo: Path) -> None:
+    source = _repo_copy(repo)
     python = _venv(tmp_path / "venv")
     if mode == "regular":
         _pip(python, str(source))
@@ -235,7 +260,8 @@ def test_reference_unreadable_in_the_sandbox(tmp_path: Path, mode: str) -> None:
 
 
 @pytest.mark.slow
-def test_reference_unreadable_in_the_gradescope_bundle(tmp_path: Path) -> None:
+def test_reference_unreadable_in_the_gradescope_bundle(open_tmp: Path) -> None:
+    tmp_path = open_tmp
     from mhsa_ref.grader.gradescope import write_bundle
 
     root = tmp_path / "autograder"

@@ -137,6 +137,17 @@ def _site_dirs(bound: list[str]) -> list[str]:
     return sorted(found)
 
 
+def _reference_dirs() -> list[str]:
+    """The real ``mhsa_ref`` this sandbox was started from, and the repository around it (a
+    folder holding ``pyproject.toml``, ``.git`` or ``solutions``)."""
+    package = os.path.dirname(HERE)
+    found = [package]
+    parent = os.path.dirname(package)
+    if any(os.path.exists(os.path.join(parent, n)) for n in ("pyproject.toml", ".git", "solutions")):
+        found.append(parent)
+    return found
+
+
 @functools.lru_cache(maxsize=None)
 def allowed_entries(packages: tuple[str, ...]) -> tuple[tuple[str, ...], ...]:
     """What of the site directories a sandbox sees: the files and folders of ``packages`` and of
@@ -211,6 +222,11 @@ def _build_root(root: str, files: dict[str, str], size_mb: int, packages: tuple[
         else:
             open(target, "w").close()
         _bind_readonly(source, target)
+    # This package and its repository, wherever they lie: empty even where a system or Python
+    # directory bound above holds them (a checkout under /usr/src, an install into /usr).
+    for folder in _reference_dirs():
+        if os.path.isdir(root + folder):
+            _mount("tmpfs", root + folder, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV, "size=4k,nr_inodes=16,mode=0555")
     # The source of every removed function reads as empty: re-importing its module, or running
     # its file, cannot bring the function back.
     empty = root + "/opt/empty"

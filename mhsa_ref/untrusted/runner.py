@@ -9,6 +9,7 @@ from __future__ import annotations
 import ast
 import builtins
 import importlib
+import linecache
 import os
 import types
 import warnings
@@ -106,6 +107,10 @@ def forbid(names: list[str], packages: tuple[str, ...]) -> list[str]:
             ops.add(target.__name__)
     if ops:
         files |= _remove_operators(sorted(ops))
+    if files:
+        # Source lines read before the fork (importing PyTorch fills this cache with its own
+        # files): gone, so that reading a removed function's source finds the empty file.
+        linecache.clearcache()
     return sorted(files)
 
 
