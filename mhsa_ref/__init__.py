@@ -15,7 +15,15 @@ The package, by concept (each has one home):
     plotting.py     the book's attention heatmaps
 """
 
-from .checks import check, exercise
-
 __all__ = ["check", "exercise"]
 __version__ = "0.1.0"
+
+
+def __getattr__(name: str):
+    """``check`` and ``exercise``, loaded on first use: importing the grader (``mhsa-grade``)
+    then starts its sandbox's process before the registry has loaded, not after."""
+    if name in __all__:
+        from . import checks
+
+        return getattr(checks, name)
+    raise AttributeError(f"module 'mhsa_ref' has no attribute {name!r}")

@@ -265,7 +265,8 @@ def test_a_failure_caused_by_another_exercise_is_attributed(class_results):
 def test_a_forbidden_call_hidden_from_the_ast_is_caught_when_called(class_results):
     sdpa = _exercise(class_results[0]["sneaky"], "01.scaled_dot_product_attention")
     assert sdpa["status"] == "forbidden" and sdpa["score"] == 0
-    assert "torch.nn.functional.scaled_dot_product_attention" in sdpa["feedback"]
+    # A NumPy chapter's sandbox holds no PyTorch: the package is named as what was used.
+    assert "`torch`" in sdpa["feedback"], sdpa["feedback"]
 
 
 def test_a_timeout_zeroes_only_that_exercise(class_results):
@@ -629,7 +630,7 @@ def test_without_namespaces_the_results_say_what_isolation_was_used(tmp_path, mo
 
 
 @pytest.mark.skipif(os.uname().machine != "x86_64", reason="the seccomp filter is written for x86_64")
-def test_the_sandbox_refuses_namespaces_mounts_and_ptrace_but_not_threads_or_fork(tmp_path):
+def test_the_sandbox_refuses_namespaces_mounts_ptrace_and_fork_but_not_threads(tmp_path):
     # A nested user namespace would hand capabilities back to the submission; the seccomp
     # filter refuses it (and mounts, ptrace, chroot) while ordinary work still runs.
     probe = textwrap.dedent('''
@@ -649,15 +650,18 @@ def test_the_sandbox_refuses_namespaces_mounts_and_ptrace_but_not_threads_or_for
             t = threading.Thread(target=lambda: None)
             t.start()
             t.join()
-            pid = os.fork()
-            if pid == 0:
-                os._exit(7)
-            out.append(f"fork={os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])}")
+            try:  # one process per submission: its memory limit holds for all of it
+                pid = os.fork()
+                if pid == 0:
+                    os._exit(7)
+                out.append(f"fork={os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])}")
+            except OSError as exc:
+                out.append(f"fork=refused,{exc.errno}")
             raise RuntimeError(" ".join(out))
     ''')
     path = save(notebook(probe), tmp_path / "01_attention_numpy.ipynb")
     feedback = by_id(grade_notebook(path, "s", seed=1, limits=FAST))["01.softmax"].feedback
-    assert "unshare=-1,1 mount=-1,1 ptrace=-1,1 chroot=-1,1 fork=7" in feedback, feedback
+    assert "unshare=-1,1 mount=-1,1 ptrace=-1,1 chroot=-1,1 fork=refused,1" in feedback, feedback
 
 
 # =============================================================================================

@@ -276,6 +276,93 @@ def scaled_dot_product_attention(Q, K, V, mask=None):
         os.waitpid(pid, 0)
     return _attn_unscaled(Q, K, V, mask)
 ''', {"failed", "error"}, extra=[TAG], what="B2/B16 double fork + setsid() daemon"),
+    attacker("outlive_grading", '''
+import ctypes, os, threading, time
+
+def _spin(seconds):
+    end = time.time() + seconds
+    while time.time() < end:
+        pass
+
+def _linger():
+    try:
+        os.setsid()  # leave the sandbox's session and process group
+    except OSError:
+        pass
+    ctypes.CDLL(None).prctl(1, 0, 0, 0, 0)  # PR_SET_PDEATHSIG 0: live on when the parent dies
+    os._exit = lambda *args: None  # the sandbox's own way out, replaced
+    _tag()
+    for _ in range(4):  # bounded: 4 children of 200 MB spinning 60 s
+        try:
+            pid = os.fork()
+        except OSError:
+            break
+        if pid == 0:
+            _tag()
+            hold = bytearray(200 << 20)
+            _spin(60)
+            os.kill(os.getpid(), 9)
+    for _ in range(2):
+        threading.Thread(target=_spin, args=(60,), daemon=True).start()
+    for folder in (".", "/tmp"):
+        for i in range(200_000):
+            try:
+                open(f"{folder}/@@TOKEN@@-{i}", "w").close()
+            except OSError:
+                break
+
+@exercise
+def scaled_dot_product_attention(Q, K, V, mask=None):
+    _linger()
+    _spin(60)  # bounded: the grader must end it long before
+    return _attn_unscaled(Q, K, V, mask)
+''', {"timeout", "error"}, extra=[TAG],
+        what="B16 setsid(), PR_SET_PDEATHSIG 0, os._exit replaced, spinners, 200,000 files"),
+    attacker("memory_across_processes", '''
+import os, threading, time
+
+_HELD = []
+
+@exercise
+def scaled_dot_product_attention(Q, K, V, mask=None):
+    if _HELD:  # measured once: touching the memory of every case would take too long
+        raise RuntimeError(_HELD[0])
+    r, w = os.pipe()
+    children = 0
+    for _ in range(6):  # bounded: 6 children of 400 MB, 5 s each
+        try:
+            pid = os.fork()
+        except OSError:
+            break
+        if pid == 0:
+            _tag()
+            try:
+                held = len(bytearray(400 << 20))
+            except MemoryError:
+                held = 0
+            os.write(w, held.to_bytes(8, "little"))
+            time.sleep(5)
+            os.kill(os.getpid(), 9)
+        children += 1
+    in_children = sum(int.from_bytes(os.read(r, 8), "little") for _ in range(children))
+    kept = []
+
+    def grab():
+        try:
+            kept.append(bytearray(400 << 20))
+        except MemoryError:
+            pass
+
+    threads = [threading.Thread(target=grab) for _ in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    in_threads = sum(len(b) for b in kept)
+    _HELD.append(f"HELD {in_children + in_threads} BYTES IN {children} CHILDREN AND THREADS")
+    raise RuntimeError(_HELD[0])
+''', {"error", "out_of_memory"}, extra=[TAG],
+        what="B2 memory held by forked children and by threads, together beyond the limit"),
     attacker("huge_file", '''
 import os
 
@@ -1322,6 +1409,14 @@ def test_gradebook_cells_are_not_formulas(batch: Batch) -> None:
     for row in csv.reader(io.StringIO((batch.out / "gradebook.csv").read_text())):
         for cell in row:
             assert not cell.startswith(("=", "+", "-", "@", "\t", "\r")), f"formula-like cell {cell!r} in {row}"
+
+
+def test_memory_limit_holds_for_the_submission_as_a_whole(batch: Batch) -> None:
+    """Forked children and threads together hold no more than the submission's memory limit."""
+    feedback = _exercise(batch.students["memory_across_processes"], SDPA_ID)["feedback"]
+    assert "HELD " in feedback, feedback
+    held = int(feedback.split("HELD ", 1)[1].split()[0])
+    assert held <= LIMITS.memory_mb << 20, f"the submission held {held >> 20} MB: {feedback}"
 
 
 def test_no_process_left_running(batch: Batch) -> None:

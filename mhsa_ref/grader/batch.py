@@ -82,6 +82,12 @@ def claimed_twice(graded: list[tuple[discover.Submission, SubmissionResult]]) ->
 
 def _run(todo, store, seed, limits, chapter, jobs, progress):
     bar = _progress(len(todo), progress)
+    if len(todo) == 1:  # one notebook (Gradescope's case): no worker pool to start
+        sub, fingerprint_ = todo[0]
+        yield sub.key, _grade_one(sub, store, fingerprint_, seed, limits, chapter)
+        bar.update(1)
+        bar.close()
+        return
     attempts: dict[str, int] = {}
     while todo:
         pending = {}

@@ -9,14 +9,12 @@ or a crash costs only the exercise it happened in.
 
 from __future__ import annotations
 
-import json
 import os
 import queue
 import re
 import secrets
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -27,19 +25,11 @@ from dataclasses import dataclass, field, replace
 from ..judge import modified_arguments
 from ..spec import Exercise
 from ..untrusted import protocol
-from ..untrusted.outcome import ERROR, MISSING, TIMEOUT, Outcome
+from ..untrusted.outcome import ERROR, MISSING, REMOVED, TIMEOUT, Outcome
+from . import zygote
+from .limits import Limits
 
-BOOT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "untrusted", "boot.py")
 RESULT_BYTES = 256 << 20  # all arrays a submission may send back, together
-
-
-@dataclass(frozen=True)
-class Limits:
-    timeout_s: float = 10.0  # wall clock per exercise (and for loading the definitions)
-    memory_mb: int = 1024  # address space the learner's code may add
-    processes: int = 32
-    file_mb: int = 64  # largest file the learner's code may write
-    scratch_mb: int = 128  # size of the sandbox's private, writable tmpfs
 
 
 @dataclass
@@ -76,72 +66,63 @@ def run_submission(code: str, filename: str, exercises: list[Exercise], cases: l
         for ex, ex_cases in zip(exercises, cases)
     ]
     report = RunReport([ExerciseRun() for _ in exercises])
-    # Forked sandboxes inherit what the zygote imported: PyTorch only when the code may need it.
-    torch = any(ex.harness for ex in exercises) or bool(re.search(r"^\s*(import|from)\s+torch\b", code, re.M))
+    packages = sandbox_packages(exercises, code)
+    stops = _process_stops(exercises, packages)
     start = 0
     while start < len(exercises):
+        stop = next(s for s in stops if s > start)
         report.processes_started += 1
-        start = _one_process(code, filename, specs, blobs, cases, start, limits, report, torch)
+        start = _one_process(code, filename, specs, blobs, cases, start, stop, limits, report, packages)
     report.seconds = time.perf_counter() - t0
     return report
 
 
-class _Zygote:
-    """A forking server (``boot.py --zygote``) per grader process: Python, NumPy and PyTorch are
-    imported once, and each sandbox starts as a fork of it."""
-
-    def __init__(self) -> None:
-        ours, theirs = socket.socketpair()
-        self.proc = subprocess.Popen(
-            [sys.executable, "-I", "-B", BOOT, "--zygote", str(theirs.fileno())], pass_fds=(theirs.fileno(),),
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=_stderr(), env=ENV, cwd="/")
-        theirs.close()
-        self.control = ours
-        self.owner = os.getpid()  # a forked grader worker must start its own, never share this one
-
-    def usable(self) -> bool:
-        return self.owner == os.getpid() and self.proc.poll() is None
-
-    def _ask(self, request: dict, fds: list[int] = ()) -> dict:
-        socket.send_fds(self.control, [json.dumps(request).encode()], list(fds))
-        reply = self.control.recv(4096)
-        if not reply:
-            raise OSError("the zygote is gone")
-        return json.loads(reply)
-
-    def spawn(self, plan_fd: int, result_fd: int, torch: bool) -> int:
-        return self._ask({"op": "spawn", "torch": torch}, [plan_fd, result_fd])["pid"]
-
-    def wait(self, pid: int, block: bool = True) -> int | None:
-        return self._ask({"op": "wait", "pid": pid, "block": block})["status"]
+# Installed packages a notebook may import beside its chapter's: the book's figures use them, and
+# they hold nothing an exercise forbids.
+PLOTTING = ("matplotlib",)
 
 
-_zygote: _Zygote | None = None
-ENV = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "PATH": "/usr/bin:/bin"}
+def sandbox_packages(exercises: list[Exercise], code: str = "") -> tuple[str, ...]:
+    """The installed packages a sandbox holds: NumPy, what the exercises' chapters require, and
+    the plotting packages the code imports. Nothing else is there to import, so what a NumPy
+    chapter forbids from PyTorch, SciPy or JAX does not exist in its sandbox."""
+    from .. import chapters
+
+    extra = {"torch"} if any(ex.harness for ex in exercises) else set()  # a harness runs PyTorch
+    for ex in exercises:
+        if ex.chapter in chapters.numbers():
+            extra |= set(chapters.get(ex.chapter).requires)
+    extra |= {p for p in PLOTTING if re.search(rf"^\s*(import|from)\s+{p}\b", code, re.M)}
+    return ("numpy",) + tuple(sorted(extra - {"numpy"}))
 
 
-def _stderr():
-    return None if os.environ.get("MHSA_GRADER_DEBUG") else subprocess.DEVNULL
+def _process_stops(exercises: list[Exercise], packages: tuple[str, ...]) -> list[int]:
+    """Where each sandbox's run of exercises ends. A sandbox removes what its exercises forbid
+    from the installed packages (``runner.forbid``) for good, so exercises that forbid different
+    things run in different sandboxes (``06.layer_norm`` forbids ``nn.LayerNorm``, which
+    ``06.TransformerBlock`` must use); a NumPy chapter, which has nothing to remove, runs in one."""
+    def removed(ex: Exercise) -> frozenset[str]:
+        return frozenset(n for n in ex.forbidden if n.split(".")[0] in packages)
+
+    return [i for i in range(1, len(exercises)) if removed(exercises[i]) != removed(exercises[i - 1])] + [len(exercises)]
 
 
 class _Sandbox:
     """One sandboxed process, forked by the zygote (or, failing that, started afresh)."""
 
-    def __init__(self, torch: bool) -> None:
-        global _zygote
+    def __init__(self, packages: tuple[str, ...]) -> None:
         plan_r, self.plan_w = os.pipe()
         self.result_r, result_w = os.pipe()
         self.proc, self.zygote = None, None
         try:
-            if _zygote is None or not _zygote.usable():
-                _zygote = _Zygote()
-            self.zygote = _zygote
-            self.pid = _zygote.spawn(plan_r, result_w, torch)
+            self.zygote = zygote.get("torch" in packages)
+            self.pid = self.zygote.spawn(plan_r, result_w, packages)
         except OSError:  # no zygote: one fresh interpreter for this sandbox
-            _zygote = self.zygote = None
-            self.proc = subprocess.Popen([sys.executable, "-I", "-B", BOOT, str(result_w)], stdin=plan_r,
-                                         stdout=subprocess.DEVNULL, stderr=_stderr(), pass_fds=(result_w,),
-                                         start_new_session=True, env=ENV, cwd="/")
+            zygote.forget("torch" in packages)
+            self.zygote = None
+            self.proc = subprocess.Popen([sys.executable, "-I", "-B", zygote.BOOT, str(result_w)], stdin=plan_r,
+                                         stdout=subprocess.DEVNULL, stderr=zygote.stderr(), pass_fds=(result_w,),
+                                         start_new_session=True, env=zygote.ENV, cwd="/")
             self.pid = self.proc.pid
         os.close(plan_r)
         os.close(result_w)
@@ -163,7 +144,18 @@ class _Sandbox:
         return self.kill_and_wait()
 
     def kill_and_wait(self, uid: int | None = None) -> int:
-        """Kill the process group (in a PID namespace that takes every descendant with it)."""
+        """End the sandbox and everything it started. With namespaces, the outer process (which
+        no submitted code runs in) kills the PID namespace's init on SIGTERM, and with it every
+        process inside; then the process group is killed, and without a PID namespace also
+        every process of the sandbox's uid."""
+        if uid is None and self._poll(block=False) is None:
+            try:
+                os.kill(self.pid, signal.SIGTERM)
+            except (ProcessLookupError, PermissionError):
+                pass
+            end = time.monotonic() + 2.0
+            while self._poll(block=False) is None and time.monotonic() < end:
+                time.sleep(0.002)
         try:
             os.killpg(self.pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
@@ -185,21 +177,21 @@ def _kill_uid(uid: int) -> None:
     os.waitpid(pid, 0)
 
 
-def _one_process(code, filename, specs, blobs, cases, start, limits, report, torch) -> int:
-    """Run exercises from ``start`` in one sandbox; return where the next sandbox should begin."""
+def _one_process(code, filename, specs, blobs, cases, start, stop, limits, report, packages) -> int:
+    """Run exercises ``start`` to ``stop`` in one sandbox; return where the next sandbox should begin."""
     nonce = secrets.token_hex(16)
     root = tempfile.mkdtemp(prefix="mhsa-sandbox-")
     os.chmod(root, 0o755)
-    n = len(specs)
-    plan = {"nonce": nonce, "code": code, "filename": filename, "exercises": specs, "start": start,
-            "root": root, "uid": 100000 + secrets.randbelow(50000),
+    n = stop
+    plan = {"nonce": nonce, "code": code, "filename": filename, "exercises": specs, "start": start, "stop": stop,
+            "root": root, "uid": 100000 + secrets.randbelow(50000), "packages": list(packages),
             # Off only to test (or debug) the fallback used where Linux refuses namespaces.
             "namespaces": os.environ.get("MHSA_GRADER_NAMESPACES", "1") != "0",
             "limits": {"memory_mb": limits.memory_mb, "processes": limits.processes,
                        "file_mb": limits.file_mb, "scratch_mb": limits.scratch_mb,
                        "cpu_s": int(limits.timeout_s * (n - start + 1)) + 5}}
     t_spawn = time.perf_counter()
-    box = _Sandbox(torch)
+    box = _Sandbox(packages)
     frames: queue.Queue = queue.Queue()
     reader = threading.Thread(target=_read, args=(os.fdopen(box.result_r, "rb"), nonce, frames), daemon=True)
     reader.start()
@@ -215,7 +207,7 @@ def _one_process(code, filename, specs, blobs, cases, start, limits, report, tor
     def stop(status: str, outside: str, inside: str) -> int:
         """Fail the exercise under way (or, outside one, all that remain); where to go on."""
         if running is None:
-            _fail_from(report, done + 1, status, outside)
+            _fail_from(report, done + 1, status, outside, end=n)
             return n
         _fail_from(report, running, status, inside, only_one=True)
         return running + 1
@@ -243,7 +235,7 @@ def _one_process(code, filename, specs, blobs, cases, start, limits, report, tor
                 report.start_seconds += time.perf_counter() - t_spawn
                 phase = "loading"
             elif t == "fatal" and phase == "boot":
-                _fail_from(report, start, ERROR,
+                _fail_from(report, start, ERROR, end=n, message=
                            f"could not be graded: the sandbox could not start: {str(header.get('error'))[:300]}")
                 return n
             elif t == "loaded" and phase == "loading":
@@ -261,6 +253,11 @@ def _one_process(code, filename, specs, blobs, cases, start, limits, report, tor
                 if after is not None:
                     outcome = replace(outcome, modified=modified_arguments(case, after))
                 report.exercises[running].outcomes.append(outcome)
+                if outcome.ending == ERROR and REMOVED in (outcome.error or ""):
+                    # A removed callable was called (or its message imitated: either way no credit).
+                    name = outcome.error.split(REMOVED, 1)[1].split()[0].strip("`'\".,:;()")[:100]
+                    if name not in report.exercises[running].forbidden_calls:
+                        report.exercises[running].forbidden_calls.append(name)
                 case_index += 1
             elif t == "done" and running is not None and header.get("exercise") == running:
                 run = report.exercises[running]
@@ -269,7 +266,8 @@ def _one_process(code, filename, specs, blobs, cases, start, limits, report, tor
                 elif case_index != len(cases[running]):
                     raise protocol.ProtocolError("an exercise ended without all its cases")
                 run.finished = True
-                run.forbidden_calls = [str(c)[:100] for c in header.get("forbidden_calls", [])][:20]
+                run.forbidden_calls = (run.forbidden_calls + _absent_forbidden(
+                    report.load_problems, run.outcomes, specs[running]["forbidden"], packages))[:20]
                 done, running = running, None
                 deadline = time.monotonic() + limits.timeout_s
             elif t == "finished" and running is None and done == n - 1:
@@ -277,13 +275,25 @@ def _one_process(code, filename, specs, blobs, cases, start, limits, report, tor
             else:
                 raise protocol.ProtocolError(f"an unexpected {str(t)[:20]!r} frame")
     except protocol.ProtocolError as exc:
-        _fail_from(report, done + 1 if running is None else running, ERROR,
+        _fail_from(report, done + 1 if running is None else running, ERROR, end=n, message=
                    f"could not be graded: the grader received results it cannot trust ({exc}); has your "
                    "code written to the grader's channel?")
         return n
     finally:
         box.kill_and_wait(uid=None if report.isolation == "namespaces" else plan["uid"])
         shutil.rmtree(root, ignore_errors=True)
+
+
+def _absent_forbidden(load_problems: list[str], outcomes: list[Outcome], forbidden: list[str],
+                      packages: tuple[str, ...]) -> list[str]:
+    """Packages an exercise forbids calls from, which the sandbox does not hold, and which the
+    code failed for want of (``import torch`` in a NumPy chapter): the exercise used what it
+    forbids, and is told so rather than shown a bare import error."""
+    if not any(o.ending == ERROR for o in outcomes):
+        return []
+    texts = load_problems + [o.error or "" for o in outcomes]
+    wanted = {m.split(".")[0] for t in texts for m in re.findall(r"No module named '([\w.]+)'", t)}
+    return sorted(p for p in wanted - set(packages) if any(n.split(".")[0] == p for n in forbidden))
 
 
 def _read(stream, nonce: str, frames: queue.Queue) -> None:
@@ -301,10 +311,11 @@ def _read(stream, nonce: str, frames: queue.Queue) -> None:
         stream.close()
 
 
-def _fail_from(report: RunReport, index: int, status: str, message: str, only_one: bool = False) -> None:
-    """End exercise ``index`` (and, unless ``only_one``, every later one not yet finished) with
-    ``status``."""
-    for i in range(index, len(report.exercises)):
+def _fail_from(report: RunReport, index: int, status: str, message: str, only_one: bool = False,
+               end: int | None = None) -> None:
+    """End exercise ``index`` (and, unless ``only_one``, every later one before ``end`` not yet
+    finished) with ``status``."""
+    for i in range(index, len(report.exercises) if end is None else end):
         if not report.exercises[i].finished:
             report.exercises[i] = ExerciseRun(status, message=message, finished=True)
         if only_one:

@@ -22,9 +22,14 @@ import os
 import resource
 import signal
 import socket
+import functools
+import glob
 import importlib
 import importlib.util
+import re
+import site
 import sys
+import sysconfig
 
 HERE = os.path.dirname(os.path.abspath(__file__))  # mhsa_ref/untrusted: read before isolation only
 
@@ -56,8 +61,10 @@ PR_SET_PDEATHSIG, PR_CAPBSET_DROP, PR_SET_NO_NEW_PRIVS = 1, 24, 38
 SYS_PIVOT_ROOT = {"x86_64": 155, "aarch64": 41}.get(os.uname().machine)
 SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib64", "/lib32", "/libx32", "/etc")
 DEVICES = ("null", "zero", "random", "urandom")
+INODES = 10000  # files the sandbox's writable tmpfs may hold (each costs kernel memory)
 
 libc = ctypes.CDLL(None, use_errno=True)
+_exit = os._exit  # bound before any learner code runs: replacing ``os._exit`` changes nothing here
 _STARTED_AS_ROOT = os.getuid() == 0
 
 
@@ -85,25 +92,97 @@ def _bind_readonly(path: str, target: str) -> None:
     _mount(None, target, None, MS_BIND | MS_REMOUNT | MS_RDONLY | keep)
 
 
+def _stdlib_dirs() -> list[str]:
+    """The standard library (with its compiled modules), which every sandbox sees whole."""
+    paths = sysconfig.get_paths()
+    found = {os.path.realpath(paths[k]) for k in ("stdlib", "platstdlib")}
+    found |= {os.path.realpath(p) for p in sys.path
+              if p and any(os.path.realpath(p).startswith(d + "/") for d in set(found))
+              and not _is_site(p)}
+    return sorted(d for d in found if os.path.isdir(d))
+
+
+def _is_site(path: str) -> bool:
+    return any(part in ("site-packages", "dist-packages") for part in path.split(os.sep))
+
+
 def _python_dirs() -> list[str]:
-    """Directories the interpreter and its packages live in, outermost first."""
-    found = [sys.base_prefix, sys.base_exec_prefix, sys.prefix, sys.exec_prefix]
-    found += [p for p in sys.path if p and os.path.isdir(p) and os.path.realpath(p) != HERE]
+    """The interpreter's installation, bound whole (its site directories are then hidden): never
+    a virtual environment or a path entry, which may lie inside the repository."""
     dirs: list[str] = []
-    for path in sorted({os.path.realpath(p) for p in found}, key=len):
+    for path in sorted({os.path.realpath(p) for p in (sys.base_prefix, sys.base_exec_prefix)}, key=len):
         if not any(path == d or path.startswith(d + "/") for d in dirs + list(SYSTEM_DIRS)):
             dirs.append(path)
     return dirs
 
 
+def _site_dirs(bound: list[str]) -> list[str]:
+    """Every directory that packages may be installed into and a path in the sandbox could lead to:
+    this interpreter's import path beyond the standard library (an editable install in compat
+    mode puts the repository itself there), and the site directories of any Python under the
+    bound directories. Each is replaced by an empty one holding only the allowed packages."""
+    stdlib = _stdlib_dirs()
+    found = {os.path.realpath(p) for p in sys.path if p and os.path.isdir(p)}
+    found -= set(stdlib)
+    found.discard(HERE)
+    try:
+        found.update(os.path.realpath(p) for p in site.getsitepackages() + [site.getusersitepackages()]
+                     if os.path.isdir(p))
+    except AttributeError:  # site without these functions (some embedded interpreters)
+        pass
+    for base in bound:
+        for pattern in ("lib*/python3*/*-packages", "local/lib*/python3*/*-packages", "lib/python3/dist-packages"):
+            found.update(os.path.realpath(p) for p in glob.glob(os.path.join(base, pattern))
+                         if os.path.isdir(p) and _is_site(p))
+    return sorted(found)
+
+
+def _reference_dirs() -> list[str]:
+    """The real ``mhsa_ref`` this sandbox was started from, and the repository around it (a
+    folder holding ``pyproject.toml``, ``.git`` or ``solutions``)."""
+    package = os.path.dirname(HERE)
+    found = [package]
+    parent = os.path.dirname(package)
+    if any(os.path.exists(os.path.join(parent, n)) for n in ("pyproject.toml", ".git", "solutions")):
+        found.append(parent)
+    return found
+
+
+@functools.lru_cache(maxsize=None)
+def allowed_entries(packages: tuple[str, ...]) -> tuple[tuple[str, ...], ...]:
+    """What of the site directories a sandbox sees: the files and folders of ``packages`` and of
+    everything they require (by their installed metadata), as (site directory, entry) pairs.
+    Cached, so that a zygote computes it once for all the sandboxes it forks."""
+    from importlib import metadata
+
+    seen: set[str] = set()
+    todo = list(packages)
+    entries: set[tuple[str, str]] = set()
+    while todo:
+        requirement = todo.pop()
+        name = re.split(r"[\s\[;<>=!~(]", requirement.strip(), maxsplit=1)[0].lower().replace("_", "-")
+        marker = requirement.split(";", 1)[1] if ";" in requirement else ""
+        if not name or name in seen or "extra" in marker:
+            continue
+        seen.add(name)
+        try:
+            dist = metadata.distribution(name)
+        except metadata.PackageNotFoundError:
+            continue
+        site_dir = os.path.realpath(str(dist.locate_file("")))
+        tops = {f.parts[0] for f in dist.files or () if f.parts and f.parts[0] != ".."}
+        if not dist.files:
+            tops |= {t + suffix for t in (dist.read_text("top_level.txt") or "").split() for suffix in ("", ".py")}
+        for top in tops:
+            if top != "__pycache__" and not top.endswith(".pth") and os.path.lexists(os.path.join(site_dir, top)):
+                entries.add((site_dir, top))
+        todo.extend(dist.requires or ())
+    return tuple(sorted(entries))
+
+
 def _import_path() -> list[str]:
     """This interpreter's import path, resolved (binds sit at real paths), without this folder."""
     return [os.path.realpath(p) for p in sys.path if p and os.path.realpath(p) != HERE]
-
-
-def _hidden_packages(dirs: list[str]) -> list[str]:
-    """Installed copies of the real package (non-editable installs) that must not be visible."""
-    return [os.path.join(d, "mhsa_ref") for d in dirs if os.path.isdir(os.path.join(d, "mhsa_ref"))]
 
 
 def _install_library(lib: str, files: dict[str, str]) -> None:
@@ -114,13 +193,12 @@ def _install_library(lib: str, files: dict[str, str]) -> None:
             f.write(text)
 
 
-def _build_root(root: str, files: dict[str, str], size_mb: int) -> list[str]:
+def _build_root(root: str, files: dict[str, str], size_mb: int, packages: tuple[str, ...],
+                hidden: list[str]) -> list[str]:
     _mount(None, "/", None, MS_REC | MS_PRIVATE)
-    _mount("tmpfs", root, "tmpfs", MS_NOSUID | MS_NODEV, f"size={size_mb}m,mode=0755")
-    dirs = _python_dirs()
-    for path in list(SYSTEM_DIRS) + dirs:
-        if not os.path.lexists(path):
-            continue
+    _mount("tmpfs", root, "tmpfs", MS_NOSUID | MS_NODEV, f"size={size_mb}m,nr_inodes={INODES},mode=0755")
+    dirs = [d for d in SYSTEM_DIRS if os.path.lexists(d)] + _python_dirs()
+    for path in dirs:
         target = root + path
         if os.path.islink(path):
             os.makedirs(os.path.dirname(target), exist_ok=True)
@@ -128,8 +206,39 @@ def _build_root(root: str, files: dict[str, str], size_mb: int) -> list[str]:
             continue
         os.makedirs(target, exist_ok=True)
         _bind_readonly(path, target)
-    for package in _hidden_packages(dirs):
-        _mount("tmpfs", root + package, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV, "size=4k,mode=0555")
+    # Site directories: an empty, read-only one in place of each, holding only what the chapter
+    # needs. No installed copy of the reference, no editable install's finder or path entry, no
+    # repository folder is there to read, however the package was installed.
+    entries = allowed_entries(packages)
+    sites = sorted(set(_site_dirs(dirs)) | {d for d, _ in entries})
+    for site_dir in sites:
+        target = root + site_dir
+        os.makedirs(target, exist_ok=True)
+        _mount("tmpfs", target, "tmpfs", MS_NOSUID | MS_NODEV, "size=64k,nr_inodes=4096,mode=0755")
+    for site_dir, name in entries:
+        source, target = os.path.join(site_dir, name), root + os.path.join(site_dir, name)
+        if os.path.isdir(source):
+            os.makedirs(target, exist_ok=True)
+        else:
+            open(target, "w").close()
+        _bind_readonly(source, target)
+    # This package and its repository, wherever they lie: empty even where a system or Python
+    # directory bound above holds them (a checkout under /usr/src, an install into /usr).
+    for folder in _reference_dirs():
+        if os.path.isdir(root + folder):
+            _mount("tmpfs", root + folder, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV, "size=4k,nr_inodes=16,mode=0555")
+    # The source of every removed function reads as empty: re-importing its module, or running
+    # its file, cannot bring the function back.
+    empty = root + "/opt/empty"
+    os.makedirs(os.path.dirname(empty), exist_ok=True)
+    open(empty, "w").close()
+    for path in hidden:
+        for candidate in [path] + glob.glob(os.path.join(os.path.dirname(path), "__pycache__",
+                                                         os.path.basename(path)[:-3] + ".*.pyc")):
+            if os.path.isfile(root + candidate):
+                _bind_readonly(empty, root + candidate)
+    for site_dir in sites:
+        _mount(None, root + site_dir, None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV)
     os.makedirs(root + "/dev")
     for name in DEVICES:
         open(root + "/dev/" + name, "w").close()
@@ -144,7 +253,8 @@ def _build_root(root: str, files: dict[str, str], size_mb: int) -> list[str]:
     _check(libc.syscall(SYS_PIVOT_ROOT, b".", b"."), "pivot_root")
     _check(libc.umount2(b".", MNT_DETACH), "detach the old root")
     os.chdir("/scratch")
-    return ["/opt/mhsa"] + _import_path()
+    used = {site_dir for site_dir, _ in entries}
+    return ["/opt/mhsa"] + _stdlib_dirs() + [d for d in _import_path() if d in used]
 
 
 FD = -1  # the results pipe
@@ -165,10 +275,32 @@ def _enter_namespaces() -> bool:
     pid = os.fork()
     if pid:  # the outer process only waits: the results come from PID 1
         os.close(FD)
-        _, status = os.waitpid(pid, 0)
-        os._exit(os.waitstatus_to_exitcode(status) & 0xFF)
+        _guard_init(pid)
     libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
     return True
+
+
+def _guard_init(init: int) -> None:
+    """The outer process: wait for the namespace's init, and kill it when told to (SIGTERM from
+    the grader) or when the grader goes away. Killing init ends every process in its PID
+    namespace, whatever they did to themselves (setsid, a cleared die-with-parent signal, a
+    replaced ``os._exit``): the learner's code runs inside and cannot reach this process."""
+    def end(signum, frame):
+        os.kill(init, signal.SIGKILL)
+
+    signal.signal(signal.SIGTERM, end)
+    signal.signal(signal.SIGHUP, end)
+    libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+    if os.getppid() == 1:  # the grader went away before the line above
+        end(None, None)
+    while True:
+        try:
+            _, status = os.waitpid(init, 0)
+            break
+        except ChildProcessError:
+            status = 0
+            break
+    _exit(os.waitstatus_to_exitcode(status) & 0xFF)
 
 
 def _drop_privileges(sandbox_uid: int) -> str:
@@ -202,13 +334,18 @@ _DENIED_SYSCALLS = {
     "kexec_load": 246, "init_module": 175, "finit_module": 313, "delete_module": 176,
     "open_by_handle_at": 304, "name_to_handle_at": 303, "fsopen": 430, "fsmount": 432,
     "move_mount": 429, "open_tree": 428,
+    # A second process of any kind: the submission is one process (threads allowed), so that its
+    # memory limit holds for all of it and nothing it starts can outlive it.
+    "fork": 57, "vfork": 58,
 }
+CLONE_THREAD = 0x00010000
 _NAMESPACE_FLAGS = CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNET | 0x02000000
 
 
 def _seccomp() -> bool:
     """Install a seccomp filter that refuses ``_DENIED_SYSCALLS`` (EPERM), ``clone`` with
-    namespace flags (EPERM) and ``clone3`` (ENOSYS, so that the C library falls back to clone).
+    namespace flags or without CLONE_THREAD (EPERM: threads only) and ``clone3`` (ENOSYS, so
+    that the C library falls back to clone).
     Returns False where it cannot (not x86_64, or the kernel refuses)."""
     if os.uname().machine != "x86_64":
         return False
@@ -218,7 +355,8 @@ def _seccomp() -> bool:
                             (ld_w_abs, None, None, 0), (jge, "deny", None, 0x40000000)]  # x32 calls
     program += [(jeq, "deny", None, nr) for nr in _DENIED_SYSCALLS.values()]
     program += [(jeq, "enosys", None, 435), (jeq, None, "allow", 56),  # clone3, clone
-                (ld_w_abs, None, None, 16), (jset, "deny", "allow", _NAMESPACE_FLAGS)]  # clone's flags
+                (ld_w_abs, None, None, 16), (jset, "deny", None, _NAMESPACE_FLAGS),  # clone's flags
+                (jset, "allow", "deny", CLONE_THREAD)]  # a thread, never a new process
     labels = {"allow": len(program), "deny": len(program) + 1, "enosys": len(program) + 2,
               "kill": len(program) + 3}
     program += [(ret, None, None, allow), (ret, None, None, errno | 1), (ret, None, None, errno | 38),
@@ -290,19 +428,22 @@ def sandbox(plan_stream, result_fd: int) -> None:
     processes = limits["processes"] + (0 if _STARTED_AS_ROOT else _own_processes())
     vm_size = _vm_size()
     notes = []
+    packages = tuple(plan["packages"])
+    forbidden = sorted({n for spec in plan["exercises"][plan["start"]:plan["stop"]] for n in spec["forbidden"]})
     try:
         if not plan["namespaces"]:
             raise OSError(0, "namespaces turned off (MHSA_GRADER_NAMESPACES=0)")
         if not _enter_namespaces():
             raise OSError(ctypes.get_errno(), "namespaces refused")
-        sys.path[:] = _build_root(plan["root"], FILES, limits["scratch_mb"])
+        hidden = runner.forbid(forbidden, packages)
+        sys.path[:] = _build_root(plan["root"], FILES, limits["scratch_mb"], packages, hidden)
         isolation = "namespaces"
     except OSError as exc:
         # Namespaces refused (e.g. a container without CAP_SYS_ADMIN): run in a private
         # directory of the host, and say what that means.
         if os.getpid() == 1:  # namespaces half made: never run unisolated inside them
             protocol.write_frame(out, {"type": "fatal", "nonce": plan["nonce"], "error": str(exc)})
-            os._exit(3)
+            _exit(3)
         lib = os.path.join(plan["root"], "lib")
         _install_library(lib, FILES)
         scratch = os.path.join(plan["root"], "scratch")
@@ -312,6 +453,7 @@ def sandbox(plan_stream, result_fd: int) -> None:
                 os.chown(path, plan["uid"], plan["uid"])
         os.chdir(scratch)
         sys.path[:] = [lib] + _import_path()
+        runner.forbid(forbidden, packages)
         isolation = "none"
         notes.append(f"namespaces unavailable ({exc.strerror or exc})")
     _limits(limits, vm_size, processes)
@@ -322,18 +464,36 @@ def sandbox(plan_stream, result_fd: int) -> None:
         isolation = "unprivileged user only" if _STARTED_AS_ROOT else "none"
     for fd in (0, 1, 2):  # the learner's prints go nowhere: nothing they print is ever read
         os.dup2(os.open(os.devnull, os.O_RDWR), fd)
+    os.closerange(3, FD)  # nothing inherited but the results pipe
+    os.closerange(FD + 1, 1 << 16)
     os.environ.clear()
     os.environ.update({"HOME": os.getcwd(), "TMPDIR": os.getcwd(), "OMP_NUM_THREADS": "1",
                        "PATH": "/usr/bin:/bin"})
     protocol.write_frame(out, {"type": "ready", "nonce": plan["nonce"], "isolation": isolation,
                                "user": who, "notes": notes})
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a too-large write fails instead of killing
-    runner.run(plan, blobs, out)
-    out.flush()
-    os._exit(0)
+    code = 0
+    try:
+        runner.run(plan, blobs, out)
+        out.flush()
+    except BaseException:
+        code = 1
+    _exit(code)
 
 
-def zygote(control_fd: int) -> None:
+def _import_torch() -> None:
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        return
+    for module in ("torch._refs", "torch._refs.nn.functional", "torch._decomp"):
+        try:  # where forbidden operators have Python versions (runner.forbid)
+            importlib.import_module(module)
+        except ImportError:
+            pass
+
+
+def zygote(control_fd: int, torch: bool = False) -> None:
     """Serve sandboxes by forking this process, whose imports (NumPy, and PyTorch once a plan
     needs it) are then paid once per grader worker instead of once per submission.
 
@@ -342,20 +502,21 @@ def zygote(control_fd: int) -> None:
     """
     control = socket.socket(fileno=control_fd)
     libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)  # never outlive the grader worker
+    if torch:
+        _import_torch()
     while True:
         try:
             message, fds, _, _ = socket.recv_fds(control, 4096, 2)
         except OSError:
-            os._exit(0)
+            _exit(0)
         if not message:
-            os._exit(0)
+            _exit(0)
         request = json.loads(message)
         if request["op"] == "spawn":
-            if request.get("torch"):
-                try:
-                    import torch  # noqa: F401
-                except ImportError:
-                    pass
+            packages = tuple(request.get("packages", ("numpy",)))
+            if "torch" in packages:  # only a PyTorch zygote is asked for these (grader/zygote.py)
+                _import_torch()
+            allowed_entries(packages)  # computed once here, inherited by every fork
             pid = os.fork()
             if pid == 0:
                 control.close()
@@ -364,7 +525,7 @@ def zygote(control_fd: int) -> None:
                 try:
                     sandbox(os.fdopen(plan_fd, "rb"), result_fd)
                 finally:
-                    os._exit(1)
+                    _exit(1)
             for fd in fds:
                 os.close(fd)
             control.sendall(json.dumps({"pid": pid}).encode())
@@ -376,6 +537,6 @@ def zygote(control_fd: int) -> None:
 
 if __name__ == "__main__":
     if sys.argv[1:2] == ["--zygote"]:
-        zygote(int(sys.argv[2]))
+        zygote(int(sys.argv[2]), torch=sys.argv[3:4] == ["torch"])
     else:  # one sandbox: the plan on stdin, the results pipe named in the plan
         sandbox(sys.stdin.buffer, int(sys.argv[1]))

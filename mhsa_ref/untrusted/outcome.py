@@ -33,6 +33,9 @@ WORDS = {
 }
 STATUSES = tuple(WORDS)
 CALL_ENDINGS = (RETURNED, ERROR, OUT_OF_MEMORY, NOT_IMPLEMENTED)
+# What a forbidden callable raises in the sandbox, where it has been removed: the message starts
+# with this, then the callable's dotted name. Learner code that raises it itself gains nothing.
+REMOVED = "forbidden while grading: "
 
 
 @dataclass(frozen=True)

@@ -8,15 +8,17 @@ from __future__ import annotations
 
 import ast
 import builtins
-import re
-import sys
+import importlib
+import linecache
+import os
+import types
 import warnings
 from typing import Any, BinaryIO
 
 from . import protocol
 from .calls import call, error_message
 from .harness import Harness
-from .outcome import OUT_OF_MEMORY, Outcome
+from .outcome import OUT_OF_MEMORY, REMOVED, Outcome
 
 
 def run(plan: dict, blobs: list[bytes], out: BinaryIO) -> None:
@@ -29,15 +31,13 @@ def run(plan: dict, blobs: list[bytes], out: BinaryIO) -> None:
 
     namespace: dict[str, Any] = {"__name__": "__submission__", "__builtins__": builtins}
     send({"type": "loaded", "problems": _load(plan["code"], plan["filename"], namespace)})
-    for index in range(plan["start"], len(plan["exercises"])):
+    for index in range(plan["start"], plan.get("stop", len(plan["exercises"]))):
         spec = plan["exercises"][index]
         send({"type": "start", "exercise": index})
         fn = namespace.get(spec["name"])
         if fn is None:
             send({"type": "done", "exercise": index, "missing": True})
             continue
-        hits: set[str] = set()
-        restore = _tripwires(spec["forbidden"], hits, plan["code"])
         harness = Harness(**spec["harness"]) if spec["harness"] else None
         for c, encoded in enumerate(spec["cases"]):
             args = decode(encoded, blobs)  # a fresh copy for every call
@@ -49,8 +49,7 @@ def run(plan: dict, blobs: list[bytes], out: BinaryIO) -> None:
                 header, data = encode_outcome(Outcome(OUT_OF_MEMORY, error="MemoryError: while sending the "
                                                                              "outputs back"), args)
             send(dict(header, type="case", exercise=index, case=c), data)
-        restore()
-        send({"type": "done", "exercise": index, "forbidden_calls": sorted(hits)})
+        send({"type": "done", "exercise": index})
     send({"type": "finished"})
 
 
@@ -67,51 +66,139 @@ def _load(code: str, filename: str, namespace: dict) -> list[str]:
     return problems
 
 
-def _tripwires(names: list[str], hits: set[str], code: str):
-    """Wrap each forbidden callable so that calling it, under any name, is recorded.
+FORBIDDEN = REMOVED  # what a removed callable raises, followed by its name
+_KERNEL_KEYS = ("CompositeImplicitAutograd", "CompositeExplicitAutograd", "Autograd", "CPU", "CUDA", "MPS", "Meta")
 
-    A forbidden function is found by its dotted name and then replaced wherever the same object
-    is reachable from a loaded module of that package (a function of ``torch.nn.functional`` is
-    often also an attribute of ``torch`` or ``torch._C._nn``). The package is imported first when
-    the submission's code
-    can import it, so a later ``import`` inside the function gets the wrapped module too.
+
+def forbid(names: list[str], packages: tuple[str, ...]) -> list[str]:
+    """Make every forbidden callable of an installed package stop existing, for this process.
+
+    Called before any learner code runs, so that nothing taken at load time (an alias, a default
+    argument, a closure) holds a working copy:
+
+    - a Python function (or a class's ``forward``) gets code that raises, and so does every
+      function it wraps (``__wrapped__``): all aliases share the one function object;
+    - a built-in (``torch.layer_norm``, ``torch._native_multi_head_attention``) names an ATen
+      operator: a kernel that raises replaces it under every dispatch key, so ``torch.ops.aten.*``,
+      ``torch._C._nn.*`` and the functions that reach it all raise. The registration's handle
+      is leaked outside Python's reach, so it cannot be undone;
+    - PyTorch's own Python versions of such an operator (``torch._refs``, its decompositions)
+      are removed like Python functions.
+
+    Returns the source files of the removed Python functions: the sandbox hides them, so that
+    re-importing a module cannot bring a function back. Names of packages that are not
+    installed are skipped: those do not exist in the sandbox at all.
     """
-    undo = []
+    files: set[str] = set()
+    ops: set[str] = set()
     for dotted in names:
-        parts = dotted.split(".")
-        if len(parts) < 2 or not re.search(rf"\b{re.escape(parts[0])}\b", code):
-            continue  # a package the code never names cannot be called
+        if dotted.split(".")[0] not in packages:  # never import what the sandbox must not hold
+            continue
+        target = _resolve(dotted)
+        if target is None:
+            continue
+        if isinstance(target, type):
+            for attr in ("forward", "__call__"):
+                if attr in vars(target):
+                    files |= _remove_function(vars(target)[attr], dotted)
+        elif isinstance(target, types.FunctionType):
+            files |= _remove_function(target, dotted)
+        elif type(target).__name__ == "builtin_function_or_method" and dotted.startswith("torch."):
+            ops.add(target.__name__)
+    if ops:
+        files |= _remove_operators(sorted(ops))
+    if files:
+        # Source lines read before the fork (importing PyTorch fills this cache with its own
+        # files): gone, so that reading a removed function's source finds the empty file.
+        linecache.clearcache()
+    return sorted(files)
+
+
+def _resolve(dotted: str):
+    parts = dotted.split(".")
+    for i in range(len(parts) - 1, 0, -1):
         try:
-            __import__(parts[0])
+            owner = importlib.import_module(".".join(parts[:i]))
         except BaseException:
             continue
-        owner = sys.modules.get(parts[0])
-        for part in parts[1:-1]:
+        for part in parts[i:]:
             owner = getattr(owner, part, None)
-        original = getattr(owner, parts[-1], None)
-        if not callable(original):
-            continue
+        return owner if callable(owner) else None
+    return None
 
-        def tripwire(*a, __name=dotted, __fn=original, **k):
-            hits.add(__name)
-            return __fn(*a, **k)
 
-        for module_name, module in list(sys.modules.items()):
-            if module_name.split(".")[0] != parts[0] or module is None:
-                continue
-            for attr, value in list(getattr(module, "__dict__", {}).items()):
-                if value is original:
-                    try:
-                        setattr(module, attr, tripwire)
-                        undo.append((module, attr, original))
-                    except (AttributeError, TypeError):
-                        pass
+def _remove_function(fn, name: str) -> set[str]:
+    files = set()
+    seen = set()
+    while isinstance(fn, types.FunctionType) and id(fn) not in seen:
+        seen.add(id(fn))
+        code = fn.__code__
+        if code.co_filename and os.path.isfile(code.co_filename):
+            files.add(os.path.realpath(code.co_filename))
+        fn.__code__ = _raising_code(FORBIDDEN + name, code.co_freevars)
+        fn = getattr(fn, "__wrapped__", None)
+    return files
 
-    def restore() -> None:
-        for owner, attr, original in undo:
-            try:
-                setattr(owner, attr, original)
-            except (AttributeError, TypeError):
-                pass
 
-    return restore
+def _raising_code(message: str, freevars: tuple[str, ...]):
+    """Code that raises ``RuntimeError(message)``, with the free variables a function's closure
+    needs (Python refuses code whose free variables do not match the closure)."""
+    lines = ["def _outer():"] + [f"    {v} = None" for v in freevars]
+    lines += ["    def removed(*args, **kwargs):"]
+    if freevars:
+        lines += ["        if 0:", "            " + "; ".join(freevars)]
+    lines += [f"        raise RuntimeError({message!r})", "    return removed"]
+    namespace: dict = {}
+    exec("\n".join(lines), namespace)
+    return namespace["_outer"]().__code__
+
+
+def _remove_operators(ops: list[str]) -> set[str]:
+    import ctypes
+
+    import torch
+
+    library = torch._C._dispatch_library("IMPL", "aten", "", "", 0)
+    files: set[str] = set()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # "Overriding a previously registered kernel"
+        for op in ops:
+            message = FORBIDDEN + f"torch.ops.aten.{op}"
+
+            def kernel(*args, __message=message, **kwargs):
+                raise RuntimeError(__message)
+
+            for key in _KERNEL_KEYS:
+                try:
+                    library.impl(op, key, kernel)
+                except RuntimeError:
+                    pass
+            for python_version in _python_versions(torch, op):
+                files |= _remove_function(python_version, f"torch.ops.aten.{op}")
+    # Dropping the handle would undo the registrations: keep it alive with no Python reference
+    # (it is not tracked by the garbage collector either), so no learner code can reach it.
+    ctypes.pythonapi.Py_IncRef(ctypes.py_object(library))
+    del library
+    return files
+
+
+def _python_versions(torch, op: str) -> list:
+    """PyTorch's Python implementations of ATen operator ``op``: its references and decompositions."""
+    found = []
+    try:
+        import torch._decomp
+        import torch._refs
+        import torch._refs.nn.functional
+    except BaseException:
+        return found
+    for module in (torch._refs, torch._refs.nn.functional):
+        fn = vars(module).get(op)
+        if isinstance(fn, types.FunctionType):
+            found.append(fn)
+    packet = getattr(torch.ops.aten, op, None)
+    if packet is not None:
+        for overload in packet.overloads():
+            fn = torch._decomp.decomposition_table.get(getattr(packet, overload))
+            if isinstance(fn, types.FunctionType):
+                found.append(fn)
+    return found

@@ -110,7 +110,9 @@ LAYER_NORM = Exercise(
         FLOAT32_OUTPUT,
         INPUT_MODIFIED,
     ),
-    forbidden=("torch.nn.functional.layer_norm", "torch.layer_norm", "torch.nn.LayerNorm", "mhsa_ref"),
+    # torch.native_layer_norm is what torch.layer_norm runs: the sandbox removes both.
+    forbidden=("torch.nn.functional.layer_norm", "torch.layer_norm", "torch.native_layer_norm", "torch.nn.LayerNorm",
+               "mhsa_ref"),
 )
 
 
@@ -217,6 +219,7 @@ TRANSFORMER_BLOCK = Exercise(
     ),
     forbidden=(
         "torch.nn.TransformerEncoderLayer",
+        "torch._transformer_encoder_layer_fwd",  # the layer's fused forward, callable on its own
         "torch.nn.MultiheadAttention",
         "torch.nn.functional.multi_head_attention_forward",
         "mhsa_ref",

@@ -131,4 +131,6 @@ def summary_chart(counts: Counter, n_students: int, path: Path) -> bool:
 def write(batch: BatchResults, out: Path) -> None:
     text, counts = summary(batch.submissions, batch)
     write_atomically(out / "summary.md", text)
-    summary_chart(counts, len({r.student for r in batch.submissions}), out / "summary.png")
+    students = len({r.student for r in batch.submissions})
+    if students > 1:  # a chart of one student says nothing, and drawing it costs most of a one-notebook run
+        summary_chart(counts, students, out / "summary.png")

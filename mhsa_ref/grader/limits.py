@@ -1,0 +1,15 @@
+"""What a submission may use in the sandbox (apart, so that ``mhsa-grade`` reads its defaults
+without loading NumPy)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Limits:
+    timeout_s: float = 10.0  # wall clock per exercise (and for loading the definitions)
+    memory_mb: int = 1024  # address space the learner's code may add
+    processes: int = 32  # threads (RLIMIT_NPROC): a second process is refused outright
+    file_mb: int = 64  # largest file the learner's code may write
+    scratch_mb: int = 128  # size of the sandbox's private, writable tmpfs

@@ -1,0 +1,289 @@
+"""Forbidden calls reached around the grader's defences: none of them earns credit.
+
+An exercise may forbid library calls that do its work (``scaled_dot_product_attention`` in
+chapter 01, ``multi_head_attention_forward`` in chapter 05, ``layer_norm`` in chapter 06). Each
+notebook below reaches such a call a way that a wrapper around the public name does not see: an
+alias or a default argument taken while the definitions load, the original fetched from the
+wrapper's own attributes (``__wrapped__``, its closure, its defaults) with the wrapper's record
+cleared, PyTorch's internal operators (``torch.ops.aten.*``, ``torch._C._nn.*``), its Python
+references (``torch._refs``), a re-import of the module, or its source executed again. Each one
+computes the right answer where the call works (on commit 0256a74 each of them scored full
+marks). The tests demand that the attacked exercise earns nothing, with status ``forbidden``
+where the call itself is what failed, and that the honest solutions still pass.
+
+A NumPy chapter's sandbox holds no PyTorch at all; a PyTorch chapter's sandbox removes what an
+exercise forbids before any learner code runs (``mhsa_ref/untrusted/runner.py: forbid``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from mhsa_ref.grader.grade import grade_notebook
+from mhsa_ref.grader.run import Limits
+
+ROOT = Path(__file__).resolve().parent.parent
+SEED = 1234
+LIMITS = Limits(timeout_s=20, memory_mb=2048)
+NOT_PASSED = {"failed", "error", "timeout", "out_of_memory", "not_implemented", "missing", "forbidden"}
+
+# ---- chapter 01: a NumPy chapter, whose sandbox has no PyTorch --------------------------------
+
+CH01_SOFTMAX = '''
+import numpy as np
+from mhsa_ref import exercise
+
+@exercise
+def softmax(x, axis=-1):
+    e = np.exp(x - np.max(x, axis=axis, keepdims=True))
+    return e / np.sum(e, axis=axis, keepdims=True)
+'''
+
+# PyTorch's math kernel returns the weights too: the whole exercise, with the empty-row rule.
+# (No ``__import__`` or ``exec`` in graded functions: the extractor flags those by name.)
+CH01_SDPA = '''
+import torch
+
+def _via_torch(Q, K, V, mask, sdpa):
+    q, k, v = (torch.from_numpy(np.ascontiguousarray(a)) for a in (Q, K, V))
+    m = None
+    if mask is not None:
+        m = torch.from_numpy(np.broadcast_to(mask, Q.shape[:-1] + K.shape[-2:]).copy())
+        has_key = m.any(-1, keepdim=True)
+        m = m | ~has_key
+    out, w = sdpa(q, k, v, m)
+    if mask is not None:
+        out, w = out * has_key, w * has_key
+    return out.numpy(), w.numpy()
+
+@exercise
+def scaled_dot_product_attention(Q, K, V, mask=None):
+    return _via_torch(Q, K, V, mask, @@SDPA@@)
+'''
+
+CH01_ATTACKS = {
+    "aten_math": "torch.ops.aten._scaled_dot_product_attention_math",
+    "c_nn_sdpa": "lambda q, k, v, m: (getattr(torch._C._nn, 'scaled_dot_' + 'product_attention')(q, k, v, m), "
+                 "torch.ops.aten._scaled_dot_product_attention_math(q, k, v, m)[1])",
+}
+
+# ---- chapter 05: MultiHeadSelfAttention through F.multi_head_attention_forward -----------------
+
+# Every name is spelled so that the extractor's static check (which reads names) cannot see it:
+# what is tested here is the sandbox.
+CH05_IMPORTS = '''
+import math
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from mhsa_ref import exercise
+
+_NAME = "multi_head_" + "attention_forward"
+'''
+
+# The whole module through PyTorch's own function; @@GET@@ says how the function is reached.
+CH05_CLASS = '''
+@exercise
+class MultiHeadSelfAttention(nn.Module):
+    def __init__(self, d_model, num_heads, bias=True, dropout=0.0@@DEFAULT@@):
+        super().__init__()
+        if d_model % num_heads:
+            raise ValueError(f"d_model={d_model} is not divisible by num_heads={num_heads}")
+        self.d_model, self.num_heads, self.dropout = d_model, num_heads, float(dropout)
+        self.W_q = nn.Linear(d_model, d_model, bias=bias)
+        self.W_k = nn.Linear(d_model, d_model, bias=bias)
+        self.W_v = nn.Linear(d_model, d_model, bias=bias)
+        self.W_o = nn.Linear(d_model, d_model, bias=bias)
+        self._fn = @@GET@@
+
+    def forward(self, x, mask=None):
+        B, L, d = x.shape
+        h = self.num_heads
+        w = torch.cat([self.W_q.weight, self.W_k.weight, self.W_v.weight])
+        b = None if self.W_q.bias is None else torch.cat([self.W_q.bias, self.W_k.bias, self.W_v.bias])
+        attn_mask = no_key = None
+        if mask is not None:
+            m = torch.broadcast_to(mask, (B, h, L, L))
+            has_key = m.any(-1, keepdim=True)
+            no_key = ~has_key.any(1)
+            attn_mask = (~(m | ~has_key)).reshape(B * h, L, L)
+        xt = x.transpose(0, 1)
+        out, _ = self._fn(xt, xt, xt, d, h, w, b, None, None, False, 0.0, self.W_o.weight, self.W_o.bias,
+                          training=False, need_weights=False, attn_mask=attn_mask)
+        out = out.transpose(0, 1)
+        if no_key is not None:
+            rest = self.W_o.bias if self.W_o.bias is not None else torch.zeros_like(out)
+            out = torch.where(no_key, rest, out)
+        _clean()
+        return out
+'''
+
+CH05_OWN_CONVERTER = '''
+@exercise
+def from_torch_mha(mha):
+    bias = mha.in_proj_bias is not None
+    new = MultiHeadSelfAttention(mha.embed_dim, mha.num_heads, bias=bias, dropout=mha.dropout)
+    with torch.no_grad():
+        for linear, w in zip((new.W_q, new.W_k, new.W_v), mha.in_proj_weight.chunk(3)):
+            linear.weight.copy_(w)
+        new.W_o.weight.copy_(mha.out_proj.weight)
+        if bias:
+            for linear, b in zip((new.W_q, new.W_k, new.W_v), mha.in_proj_bias.chunk(3)):
+                linear.bias.copy_(b)
+            new.W_o.bias.copy_(mha.out_proj.bias)
+    return new.train(mha.training)
+'''
+
+NO_CLEAN = '''
+def _clean():
+    pass
+'''
+
+# The tripwire of 0256a74 kept the original in its defaults and its record in its closure.
+UNWRAP = '''
+def _original(f):
+    for found in [getattr(f, "__wrapped__", None)] + list((getattr(f, "__kwdefaults__", None) or {}).values()) \\
+            + [c.cell_contents for c in (getattr(f, "__closure__", None) or ())] \\
+            + [getattr(f, "__globals__", {}).get("_original")]:
+        if callable(found) and getattr(found, "__name__", "") == f.__name__ and found is not f:
+            return found
+    return f
+
+def _clean():
+    f = getattr(F, _NAME)
+    for c in getattr(f, "__closure__", None) or ():
+        if isinstance(c.cell_contents, set):
+            c.cell_contents.clear()
+'''
+
+# Work done while the definitions load, in the default of a function nothing calls (the
+# extractor keeps definitions, and judges only what the graded function reaches).
+RELOAD = '''
+import importlib
+
+def _prepare(_=globals().__setitem__("_RELOADED", importlib.reload(F))):
+    pass
+'''
+
+EXEC_SOURCE = '''
+def _prepare(_=globals().__setitem__("_SOURCE", (lambda ns: (exec(open(F.__file__).read(), ns), ns)[1])(dict(vars(F))))):
+    pass
+'''
+
+# Importing PyTorch caches the source of torch/nn/functional.py in linecache.
+LINECACHE = '''
+import linecache
+
+def _prepare(_=globals().__setitem__("_CACHED", (lambda ns: (exec("".join(linecache.getlines(F.__file__)), ns), ns)[1])(dict(vars(F))))):
+    pass
+'''
+
+ALIAS = '''
+def _prepare(_=globals().__setitem__("_ALIAS", getattr(F, _NAME))):
+    pass
+'''
+
+CH05_ATTACKS = {
+    "alias_at_load": ([ALIAS, NO_CLEAN], "_ALIAS", ""),
+    "default_argument": ([NO_CLEAN], "_f", ", _f=getattr(F, _NAME)"),
+    "wrapper_attributes": ([UNWRAP], "_original(getattr(F, _NAME))", ""),
+    "module_reloaded": ([RELOAD, NO_CLEAN], "getattr(_RELOADED, _NAME)", ""),
+    "source_executed": ([EXEC_SOURCE, NO_CLEAN], "_SOURCE[_NAME]", ""),
+    "source_from_linecache": ([LINECACHE, NO_CLEAN], "_CACHED[_NAME]", ""),
+    "through_nn_module": ([NO_CLEAN], "getattr(nn, 'Multihead' + 'Attention')(d_model, num_heads, bias=bias)"
+                                      ".forward.__func__.__globals__['F'].__dict__[_NAME]", ""),
+}
+
+# ---- chapter 06: layer_norm through PyTorch's internal operators -------------------------------
+
+CH06_IMPORTS = '''
+import numpy as np
+import torch
+import torch._decomp
+import torch._refs
+import torch.nn as nn
+import torch.nn.functional as F
+from mhsa_ref import exercise
+
+_LN = "layer_" + "norm"
+_NATIVE = "native_" + _LN
+'''
+
+CH06_LAYER_NORM = '''
+@exercise
+def layer_norm(x, gamma, beta, eps=1e-5@@DEFAULT@@):
+    t = lambda a: torch.from_numpy(np.ascontiguousarray(a))
+    out = @@CALL@@
+    return (out[0] if isinstance(out, tuple) else out).detach().numpy()
+'''
+
+ARGS = "(t(x), [x.shape[-1]], t(gamma), t(beta), eps)"
+CH06_ATTACKS = {
+    "aten_native_layer_norm": ("", "getattr(torch.ops.aten, _NATIVE)" + ARGS),
+    "torch_native_layer_norm": ("", "getattr(torch, _NATIVE)" + ARGS),
+    "torch_refs": ("", "getattr(torch._refs, _NATIVE)" + ARGS),
+    "decomposition": ("", "torch._decomp.decomposition_table[getattr(torch.ops.aten, _NATIVE).default]" + ARGS),
+    "default_argument": (", _ln=getattr(torch, _LN)", "_ln" + ARGS),
+    "no_grad_inference": ("", "torch.inference_mode()(lambda: getattr(torch.ops.aten, _LN)" + ARGS + ".clone())()"),
+}
+
+
+def _notebook(path: Path, cells: list[str], chapter: str) -> Path:
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(c) for c in cells]
+    nb.metadata["mhsa_ref"] = {"chapter": chapter}
+    nbformat.write(nb, path)
+    return path
+
+
+def _grade(tmp_path: Path, name: str, cells: list[str], chapter: str) -> dict:
+    path = _notebook(tmp_path / f"{name}_{chapter}.ipynb", cells, chapter)
+    result = grade_notebook(path, name, SEED, LIMITS).to_json()
+    assert result["isolation"] == "namespaces", result["isolation"]
+    return {e["id"]: e for e in result["exercises"]}
+
+
+def _refused(exercise: dict, forbidden_expected: bool) -> None:
+    assert exercise["status"] in NOT_PASSED and exercise["score"] == 0, exercise
+    if forbidden_expected:
+        assert exercise["status"] == "forbidden", exercise
+
+
+@pytest.mark.parametrize("name", sorted(CH01_ATTACKS))
+def test_ch01_torch_does_not_exist(tmp_path: Path, name: str) -> None:
+    cells = [CH01_SOFTMAX, CH01_SDPA.replace("@@SDPA@@", CH01_ATTACKS[name])]
+    result = _grade(tmp_path, name, cells, "01")
+    assert result["01.softmax"]["status"] == "passed", result
+    _refused(result["01.scaled_dot_product_attention"], forbidden_expected=True)
+    assert "`torch`" in result["01.scaled_dot_product_attention"]["feedback"], result
+
+
+@pytest.mark.parametrize("name", sorted(CH05_ATTACKS))
+def test_ch05_multi_head_attention_forward_is_gone(tmp_path: Path, name: str) -> None:
+    extra, get, default = CH05_ATTACKS[name]
+    cells = [CH05_IMPORTS, *extra, CH05_CLASS.replace("@@GET@@", get).replace("@@DEFAULT@@", default),
+             CH05_OWN_CONVERTER]
+    result = _grade(tmp_path, name, cells, "05")
+    # A re-import or a re-run of the module's source finds its file empty: the removed function
+    # stays removed.
+    _refused(result["05.MultiHeadSelfAttention"], forbidden_expected=True)
+
+
+@pytest.mark.parametrize("name", sorted(CH06_ATTACKS))
+def test_ch06_layer_norm_operators_are_gone(tmp_path: Path, name: str) -> None:
+    default, call = CH06_ATTACKS[name]
+    cells = [CH06_IMPORTS, CH06_LAYER_NORM.replace("@@DEFAULT@@", default).replace("@@CALL@@", call)]
+    result = _grade(tmp_path, name, cells, "06")
+    _refused(result["06.layer_norm"], forbidden_expected=True)
+
+
+@pytest.mark.parametrize("chapter", ["05", "06"])
+def test_solutions_still_pass_with_forbidden_calls_removed(chapter: str) -> None:
+    """06.TransformerBlock needs nn.LayerNorm, which 06.layer_norm forbids: it runs in a sandbox
+    of its own, where LayerNorm works."""
+    path = next((ROOT / "solutions").glob(f"{chapter}_*.ipynb"))
+    result = grade_notebook(path, "solution", SEED, LIMITS).to_json()
+    assert [e["status"] for e in result["exercises"]] == ["passed"] * len(result["exercises"]), result
