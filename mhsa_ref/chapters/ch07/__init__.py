@@ -1,6 +1,6 @@
 """Chapter 07: the quadratic wall.
 
-reference.py  attention_cost, merge_partials, chunked_attention, online_softmax_attention
+reference.py  merge_partials, chunked_attention, online_softmax_attention
 exercises.py  07.merge_partials, 07.chunked_attention, 07.online_softmax_attention
 """
 

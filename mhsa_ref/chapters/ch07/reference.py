@@ -1,6 +1,5 @@
 """Reference code for chapter 07: what attention costs, and two ways past its L x L matrix.
 
-- ``attention_cost``: the analytic cost model (FLOPs and bytes) of one attention layer.
 - ``chunked_attention``: local attention inside non-overlapping chunks (approximate: a query
   sees only the keys of its own chunk).
 - ``merge_partials``: the associative merge of two partial softmax results, the step that
@@ -22,7 +21,7 @@ import numpy as np
 
 from ...validate import as_float_array
 
-__all__ = ["attention_cost", "chunked_attention", "merge_partials", "online_softmax_attention"]
+__all__ = ["chunked_attention", "merge_partials", "online_softmax_attention"]
 
 
 def _positive_int(value: object, name: str) -> int:
@@ -49,11 +48,16 @@ def _qkv(Q: object, K: object, V: object) -> tuple[np.ndarray, np.ndarray, np.nd
     return Q, K, V, batch
 
 
-def _softmax_state(scores: np.ndarray, V: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(m, l, o) of one block of scores (..., Lq, n) (-inf = blocked) over values V (..., n, d_v)."""
+def _softmax_state(scores: np.ndarray, V: np.ndarray, in_place: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(m, l, o) of one block of scores (..., Lq, n) (-inf = blocked) over values V (..., n, d_v).
+    ``in_place`` reuses the scores' own buffer for the exponentials (the caller's scratch array)."""
     m = scores.max(axis=-1)
     safe = np.where(np.isneginf(m), 0.0, m)  # a row with no key: exp(-inf - 0) = 0, not NaN
-    p = np.exp(scores - safe[..., None])
+    if in_place:
+        scores -= safe[..., None]
+        p = np.exp(scores, out=scores)
+    else:
+        p = np.exp(scores - safe[..., None])
     return m, p.sum(axis=-1), p @ V
 
 
@@ -131,27 +135,11 @@ def online_softmax_attention(Q: np.ndarray, K: np.ndarray, V: np.ndarray, block_
         keys = slice(start, min(start + block_size, Lk))
         scores = Q @ np.swapaxes(K[..., keys, :], -1, -2)  # (..., Lq, n): the only block of scores
         if causal:
-            allowed = np.arange(keys.start, keys.stop)[None, :] <= queries  # global key positions
-            scores = np.where(allowed, scores, -np.inf)
-        m, l, o = merge_partials(m, l, o, *_softmax_state(scores, V[..., keys, :]))
-    safe = np.where(l > 0, l, 1.0)  # no key at all (Lk = 0 cannot happen; kept for safety)
+            future = np.arange(keys.start, keys.stop)[None, :] > queries  # global key positions
+            scores[..., future] = -np.inf  # in place: no second block-sized array
+        block = _softmax_state(scores, V[..., keys, :], in_place=True)
+        del scores  # freed before the merge and before the next block: one block held at a time
+        m, l, o = merge_partials(m, l, o, *block)
+    safe = np.where(l > 0, l, 1.0)  # Lk = 0: no key at all, a zero output (chapter 01's rule)
     return np.where(l[..., None] > 0, o / safe[..., None], 0.0)
 
-
-def attention_cost(L: int, d_model: int, num_heads: int, batch: int = 1, bytes_per_el: int = 4) -> dict[str, int]:
-    """FLOPs and bytes of one self-attention layer on ``batch`` sequences of length ``L``.
-
-    One multiply-add counts as 2 FLOPs. Scores Q K^T: ``2 B L^2 d`` (each of the h heads does
-    ``2 L^2 d_h``); the weighted sum of values, the same; the four d x d projections
-    (Q, K, V, output): ``8 B L d^2``. ``score_bytes`` is the memory of the (B, h, L, L) score
-    matrix at ``bytes_per_el`` bytes per entry.
-    """
-    L, d, h, B = (_positive_int(v, n) for v, n in ((L, "L"), (d_model, "d_model"), (num_heads, "num_heads"), (batch, "batch")))
-    if d % h:
-        raise ValueError(f"d_model={d} is not divisible by num_heads={h}")
-    return {
-        "flops_scores": 2 * B * L * L * d,
-        "flops_weighted_sum": 2 * B * L * L * d,
-        "flops_projections": 8 * B * L * d * d,
-        "score_bytes": B * h * L * L * _positive_int(bytes_per_el, "bytes_per_el"),
-    }
