@@ -74,7 +74,7 @@ def run_within_memory(fn: Any, limit_bytes: int, *args: Any) -> tuple:
     """Call ``fn(*args)`` while ``tracemalloc`` traces allocations (NumPy reports its arrays to it).
 
     For an exercise with one output: returns it followed by ``1.0`` when the peak of the bytes allocated during the
-    call stayed within ``limit_bytes``, else ``0.0``: a learner who builds a matrix larger than
+    call stayed within ``limit_bytes``, else ``[0.0]``: a learner who builds a matrix larger than
     the exercise allows gets the right values and a ``0.0``. The learner's code runs in this
     process and could fool the measurement; only the memory flag depends on it, never the values.
     """
@@ -91,8 +91,9 @@ def run_within_memory(fn: Any, limit_bytes: int, *args: Any) -> tuple:
     finally:
         if started:
             tracemalloc.stop()
-    # The one output stays whole (a tuple returned by mistake is judged as a wrong type).
-    return result, np.float64(1.0 if peak <= limit_bytes else 0.0)
+    # The one output stays whole (a tuple returned by mistake is judged as a wrong type); the flag
+    # is a 1-element array, which crosses the sandbox's protocol with its shape intact.
+    return result, np.array([1.0 if peak <= limit_bytes else 0.0])
 
 
 HARNESSES = {f.__name__: f for f in (run_module, run_converter, run_within_memory)}
