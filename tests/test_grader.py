@@ -564,6 +564,62 @@ class TransformerBlock(nn.Module):
     assert missing.status == "missing"
 
 
+CH07_CODE = """
+import numpy as np
+from mhsa_ref import exercise, check
+
+@exercise
+def chunked_attention(Q, K, V, chunk_size):
+    L = Q.shape[-2]
+    chunk = np.arange(L) // chunk_size
+    scores = Q @ np.swapaxes(K, -1, -2) / np.sqrt(Q.shape[-1])
+    scores = np.where(chunk[:, None] == chunk[None, :], scores, -np.inf)  # the whole (L, L)
+    e = np.exp(scores - scores.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True) @ V
+
+
+@exercise
+def online_softmax_attention(Q, K, V, block_size, causal=False):
+    Lq = Q.shape[-2]
+    m = np.zeros(Q.shape[:-1])  # should start at -inf
+    l = np.zeros(Q.shape[:-1])
+    o = np.zeros(Q.shape[:-1] + (V.shape[-1],))
+    for start in range(0, K.shape[-2], block_size):
+        s = Q @ np.swapaxes(K[..., start:start + block_size, :], -1, -2) / np.sqrt(Q.shape[-1])
+        if causal:
+            j = start + np.arange(s.shape[-1])
+            s = np.where(j[None, :] <= np.arange(Lq)[:, None], s, -np.inf)
+        new = np.maximum(m, s.max(axis=-1))
+        p = np.exp(s - new[..., None])
+        l = l * np.exp(m - new) + p.sum(axis=-1)
+        o = o * np.exp(m - new)[..., None] + p @ V[..., start:start + block_size, :]
+        m = new
+    return o / l[..., None]
+"""
+
+
+def test_arrays_cross_the_protocol_with_their_shape_even_0d():
+    # np.ascontiguousarray once turned a 0-d output (a scalar) into shape (1,) on the way out.
+    from mhsa_ref.untrusted.protocol import decode, encode
+
+    for value in (np.array(2.5), np.float64(1.0), np.ones((3, 4)).T, np.zeros((0, 2))):
+        blobs: list[bytes] = []
+        back = decode(encode(np.asarray(value), blobs), blobs)
+        assert back.shape == np.shape(value) and np.array_equal(back, value)
+
+
+def test_chapter_07_memory_and_underflow_mistakes_are_named_in_the_sandbox(tmp_path):
+    # The peak-memory measurement runs inside the sandbox, in the harness the notebook's check uses.
+    path = save(notebook(CH07_CODE, chapter="07"), tmp_path / "07_quadratic_wall.ipynb")
+    result = grade_notebook(path, "s", seed=3, limits=Limits(timeout_s=60))
+    got = {v.id: v for v in result.exercises}
+    chunked, online = got["07.chunked_attention"], got["07.online_softmax_attention"]
+    assert (chunked.status, chunked.misconception) == ("failed", "builds-full-score-matrix"), chunked.feedback
+    assert "peak memory within the limit" in chunked.feedback
+    assert (online.status, online.misconception) == ("failed", "online-max-starts-at-zero"), online.feedback
+    assert got["07.merge_partials"].status == "missing"
+
+
 # =============================================================================================
 # Gradescope
 

@@ -6,6 +6,10 @@ weights, runs it forward and backward, and returns the output, the input's gradi
 parameter's gradient as arrays. The reference and the learner's code go through the same
 harness, so they are compared on identical terms.
 
+A function exercise can be run through a harness too: ``run_within_memory`` calls it while
+``tracemalloc`` traces NumPy's allocations and adds one output, whether the peak stayed within a
+bound the case gives (for "never builds the (L, L) matrix").
+
 A ``Harness`` is plain data (a name and JSON options), so that the grader can send it into the
 sandbox; what an exercise expects (the class a converter must return) comes in its options.
 """
@@ -66,7 +70,33 @@ def run_converter(fn: Any, mha_kwargs: dict, state: dict, inputs: tuple, grad_ou
     return _forward_backward(module, inputs, grad_output)
 
 
-HARNESSES = {f.__name__: f for f in (run_module, run_converter)}
+def run_within_memory(fn: Any, limit_bytes: int, *args: Any) -> tuple:
+    """Call ``fn(*args)`` while ``tracemalloc`` traces allocations (NumPy reports its arrays to it).
+
+    For an exercise with one output: returns it followed by ``1.0`` when the peak of the bytes allocated during the
+    call stayed within ``limit_bytes``, else ``[0.0]``: a learner who builds a matrix larger than
+    the exercise allows gets the right values and a ``0.0``. The learner's code runs in this
+    process and could fool the measurement; only the memory flag depends on it, never the values.
+    """
+    import tracemalloc
+
+    started = not tracemalloc.is_tracing()
+    if started:
+        tracemalloc.start()
+    base = tracemalloc.get_traced_memory()[0]
+    tracemalloc.reset_peak()  # the peak from here on, not from whatever ran before
+    try:
+        result = fn(*args)
+        peak = tracemalloc.get_traced_memory()[1] - base
+    finally:
+        if started:
+            tracemalloc.stop()
+    # The one output stays whole (a tuple returned by mistake is judged as a wrong type); the flag
+    # is a 1-element array, which crosses the sandbox's protocol with its shape intact.
+    return result, np.array([1.0 if peak <= limit_bytes else 0.0])
+
+
+HARNESSES = {f.__name__: f for f in (run_module, run_converter, run_within_memory)}
 
 
 def module_output_names(state: dict) -> tuple[str, ...]:

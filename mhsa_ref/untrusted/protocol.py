@@ -41,7 +41,8 @@ def encode(value: Any, blobs: list[bytes]) -> Any:
     """``value`` as JSON, numeric arrays moved into ``blobs`` as .npy bytes."""
     if isinstance(value, np.ndarray) and value.dtype.kind in "biufc":
         buf = io.BytesIO()
-        np.lib.format.write_array(buf, np.ascontiguousarray(value), allow_pickle=False)
+        # np.asarray, not np.ascontiguousarray: that one turns a 0-d array (a scalar output) into shape (1,).
+        np.lib.format.write_array(buf, np.asarray(value, order="C"), allow_pickle=False)
         blobs.append(buf.getvalue())
         return {"$npy": len(blobs) - 1}
     if isinstance(value, dict):

@@ -1,0 +1,9 @@
+"""Chapter 07: the quadratic wall.
+
+reference.py  merge_partials, chunked_attention, online_softmax_attention
+exercises.py  07.merge_partials, 07.chunked_attention, 07.online_softmax_attention
+"""
+
+TITLE = "The quadratic wall"
+PART = "Make it scale"
+SUMMARY = "time and memory vs length; online softmax"
