@@ -20,7 +20,7 @@ import math
 
 import torch
 
-__all__ = ["recomputed_attention", "attention", "activation_bytes_per_layer"]
+__all__ = ["recomputed_attention", "attention", "activation_bytes_per_layer", "peak_cuda_bytes"]
 
 
 def _check(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> None:
@@ -94,3 +94,14 @@ def activation_bytes_per_layer(s: int, b: int, h: int, a: int, policy: str = "no
     if policy not in policies:
         raise ValueError(f"policy={policy!r} is not one of {sorted(policies)}")
     return policies[policy]
+
+
+def peak_cuda_bytes(step, *args) -> int:
+    """Peak bytes the CUDA allocator held while ``step(*args)`` ran, above what was allocated
+    before it (parameters, inputs): ``torch.cuda.max_memory_allocated`` after a reset."""
+    torch.cuda.synchronize()
+    base = torch.cuda.memory_allocated()
+    torch.cuda.reset_peak_memory_stats()
+    step(*args)
+    torch.cuda.synchronize()
+    return torch.cuda.max_memory_allocated() - base
