@@ -25,7 +25,6 @@ from .notebooks import NAME
 # when its folder mhsa_ref/chapters/chNN/ is created.
 PLANNED: dict[str, tuple[str, str, str]] = {
     "07": ("The quadratic wall", "Make it scale", "time and memory vs length; online softmax"),
-    "08": ("Activation checkpointing", "Make it scale", "recompute attention in the backward pass"),
     "09": ("A committee that disagrees", "Look inside, and beyond", "head patterns, CKA, redundancy"),
     "10": ("One mechanism, many domains", "Look inside, and beyond", "pronouns, image patches, DNA"),
 }
