@@ -38,11 +38,11 @@ def _check(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> None:
 
 def _scores(q: torch.Tensor, k: torch.Tensor, causal: bool) -> torch.Tensor:
     """q kᵀ / sqrt(d), with the future masked out (top-left aligned, as SDPA's is_causal)."""
-    s = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(q.shape[-1]))
+    s = (q * (1.0 / math.sqrt(q.shape[-1]))) @ k.transpose(-2, -1)  # scale the (L, d) side, not (L, L)
     if causal:
         Lq, Lk = s.shape[-2:]
-        allowed = torch.ones(Lq, Lk, dtype=torch.bool, device=s.device).tril()
-        s = s.masked_fill(~allowed, float("-inf"))
+        future = torch.ones(Lq, Lk, dtype=torch.bool, device=s.device).triu(1)
+        s.masked_fill_(future, float("-inf"))  # s is a fresh tensor: fill it in place
     return s
 
 
@@ -53,7 +53,7 @@ class RecomputedAttention(torch.autograd.Function):
     def forward(ctx, q, k, v, causal):
         s = _scores(q, k, causal)
         lse = torch.logsumexp(s, dim=-1, keepdim=True)  # (..., Lq, 1): O(L) per head
-        out = torch.exp(s - lse) @ v
+        out = s.sub_(lse).exp_() @ v  # in place: forward records no graph, and S is not kept
         ctx.save_for_backward(q, k, v, lse)
         ctx.causal = causal
         return out
@@ -61,10 +61,11 @@ class RecomputedAttention(torch.autograd.Function):
     @staticmethod
     def backward(ctx, grad_out):
         q, k, v, lse = ctx.saved_tensors
-        p = torch.exp(_scores(q, k, ctx.causal) - lse)  # the weights again, mask included
+        p = _scores(q, k, ctx.causal).sub_(lse).exp_()  # the weights again, mask included
         dv = p.transpose(-2, -1) @ grad_out
-        dp = grad_out @ v.transpose(-2, -1)
-        ds = p * (dp - (dp * p).sum(dim=-1, keepdim=True))  # chapter 02's Jacobian, row by row
+        ds = (grad_out @ v.transpose(-2, -1)).mul_(p)  # dP ⊙ P
+        # dS = P ⊙ (dP - rowsum(dP ⊙ P)): chapter 02's Jacobian, row by row, in place (no new L × L)
+        ds.addcmul_(p, ds.sum(dim=-1, keepdim=True), value=-1.0)
         scale = 1.0 / math.sqrt(q.shape[-1])
         return (ds @ k) * scale, (ds.transpose(-2, -1) @ q) * scale, dv, None
 
