@@ -94,7 +94,8 @@ def run_saving(fn: Any, q: Any, k: Any, v: Any, flag: Any, grad_output: Any, row
     score_bytes = qt.shape[:-1].numel() * kt.shape[-2] * qt.element_size()
     over = max(0.0, kept.total - allowance) / max(score_bytes, 1)
     grads = [np.zeros(0, np.float32) if x.grad is None else x.grad.detach().numpy() for x in xs]
-    return (out.detach().numpy(), *grads, np.array(round(over), dtype=out.detach().numpy().dtype))
+    # shape (1,), not 0-d: the sandbox sends arrays with np.ascontiguousarray, which makes 0-d 1-d
+    return (out.detach().numpy(), *grads, np.array([round(over)], dtype=out.detach().numpy().dtype))
 
 
 class saved_bytes:

@@ -27,8 +27,8 @@ def test_the_harness_counts_the_weights_kept(fn, kept, causal):
     ex, case = _memory_case(causal)
     outcome = call(fn, case, len(ex.outputs), ex.harness)
     assert outcome.returned, outcome.error
-    assert outcome.outputs[-1].dtype == np.float32 and outcome.outputs[-1].shape == ()
-    assert float(outcome.outputs[-1]) == kept
+    assert outcome.outputs[-1].dtype == np.float32 and outcome.outputs[-1].shape == (1,)
+    assert float(outcome.outputs[-1][0]) == kept
 
 
 def test_weights_kept_as_a_ctx_attribute_are_counted_too():
@@ -46,7 +46,7 @@ def test_weights_kept_as_a_ctx_attribute_are_counted_too():
 
     ex, case = _memory_case(False)
     outcome = call(lambda q, k, v, causal=False: OnCtx.apply(q, k, v, causal), case, 5, ex.harness)
-    assert float(outcome.outputs[-1]) == 1
+    assert float(outcome.outputs[-1][0]) == 1
 
 
 def test_check_names_the_memory_mistake_and_says_why():

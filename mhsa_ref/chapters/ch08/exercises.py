@@ -144,9 +144,9 @@ def _ra_cases(rng: np.random.Generator) -> list[Case]:
 
 def _ra_keeps_no_weights(case: Case, outputs: tuple) -> str | None:
     kept = outputs[-1] if outputs else None
-    if kept is None or kept.shape != () or not kept > 0:
+    if kept is None or kept.shape != (1,) or not kept[0] > 0:
         return None
-    return (f"your function keeps {float(kept):g} tensor(s) the size of the (L, L) weights for backward "
+    return (f"your function keeps {float(kept[0]):g} tensor(s) the size of the (L, L) weights for backward "
             "(measured with saved_tensors_hooks). Save only q, k, v and O(L) row statistics with "
             "ctx.save_for_backward, and recompute the weights in backward.")
 
