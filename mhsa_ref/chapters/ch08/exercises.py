@@ -107,7 +107,7 @@ SOFTMAX_BACKWARD = Exercise(
         FLOAT32_OUTPUT,
         INPUT_MODIFIED,
     ),
-    forbidden=("mhsa_ref", "torch"),
+    forbidden=("mhsa_ref",),
 )
 
 # ---------------------------------------------------------------------------------------------
