@@ -620,6 +620,44 @@ def test_chapter_07_memory_and_underflow_mistakes_are_named_in_the_sandbox(tmp_p
     assert got["07.merge_partials"].status == "missing"
 
 
+def test_chapter_08_weights_kept_for_backward_are_named_in_the_sandbox(tmp_path):
+    """The saved bytes are measured inside the sandbox by the same harness that check uses."""
+    pytest.importorskip("torch")
+    code = """
+import math
+import torch
+from mhsa_ref import exercise
+
+
+class KeepsWeights(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, q, k, v, causal):
+        s = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+        if causal:
+            s = s.masked_fill(torch.ones(s.shape[-2:], dtype=torch.bool).triu(1), float("-inf"))
+        p = torch.softmax(s, dim=-1)
+        ctx.save_for_backward(q, k, v, p)
+        return p @ v
+
+    @staticmethod
+    def backward(ctx, g):
+        q, k, v, p = ctx.saved_tensors
+        dp = g @ v.transpose(-2, -1)
+        ds = p * (dp - (dp * p).sum(-1, keepdim=True)) / math.sqrt(q.shape[-1])
+        return ds @ k, ds.transpose(-2, -1) @ q, p.transpose(-2, -1) @ g, None
+
+
+@exercise
+def recomputed_attention(q, k, v, causal=False):
+    return KeepsWeights.apply(q, k, v, causal)
+"""
+    path = save(notebook(code, chapter="08"), tmp_path / "08_activation_checkpointing.ipynb")
+    result = grade_notebook(path, "s", seed=5, limits=Limits(timeout_s=60))
+    verdict = next(v for v in result.exercises if v.id == "08.recomputed_attention")
+    assert verdict.status == "failed" and verdict.misconception == "saves-weights", verdict.feedback
+    assert next(v for v in result.exercises if v.id == "08.softmax_backward").status == "missing"
+
+
 # =============================================================================================
 # Gradescope
 

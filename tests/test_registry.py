@@ -33,6 +33,7 @@ CATALOG = {
     "07.merge_partials": "merge_partials(m1, l1, o1, m2, l2, o2)",
     "07.chunked_attention": "chunked_attention(Q, K, V, chunk_size)",
     "07.online_softmax_attention": "online_softmax_attention(Q, K, V, block_size, causal=False)",
+    "08.softmax_backward": "softmax_backward(p, grad)",
     "08.recomputed_attention": "recomputed_attention(q, k, v, causal=False)",
     "09.linear_cka": "linear_cka(X, Y)",
     "09.orthogonality_penalty": "orthogonality_penalty(W, num_heads)",

@@ -96,7 +96,96 @@ def run_within_memory(fn: Any, limit_bytes: int, *args: Any) -> tuple:
     return result, np.array([1.0 if peak <= limit_bytes else 0.0])
 
 
-HARNESSES = {f.__name__: f for f in (run_module, run_converter, run_within_memory)}
+
+
+def run_saving(fn: Any, q: Any, k: Any, v: Any, flag: Any, grad_output: Any, row_bytes: int = 16,
+               slack: float = 2.0) -> tuple:
+    """Call ``fn(q, k, v, flag)`` on tensors that require grad, recording what autograd keeps for
+    backward, then run backward with ``grad_output``.
+
+    Returns the output, the gradients of q, k and v, and, last, how many (..., Lq, Lk)-sized
+    tensors the call kept for backward beyond an allowance: ``slack`` times the bytes of the
+    inputs and of the output, plus ``row_bytes`` per query row (room for row statistics such as
+    a logsumexp). The count is rounded to the nearest whole tensor, so it reads 0 for a function
+    that keeps only O(L) per row, and 1 for one that keeps the (L, L) weights as well, on a case
+    whose L is large enough for the allowance to be a small part of one such tensor.
+    """
+    import torch
+
+    xs = [torch.tensor(np.array(a), requires_grad=True) for a in (q, k, v)]
+    with saved_bytes() as kept:
+        out = fn(*xs, flag)
+    if not isinstance(out, torch.Tensor) or not out.requires_grad:
+        got = describe(out) if not isinstance(out, torch.Tensor) else "a tensor that does not require grad"
+        raise TypeError(f"{getattr(fn, '__name__', 'the function')} returned {got}; expected a tensor "
+                        "that autograd can differentiate (do not detach the output)")
+    kept.add_attributes(out)
+    out.backward(torch.from_numpy(np.array(grad_output)))
+    qt, kt, vt = xs
+    allowance = slack * (sum(x.nbytes for x in xs) + out.nbytes) + row_bytes * qt.shape[:-1].numel()
+    score_bytes = qt.shape[:-1].numel() * kt.shape[-2] * qt.element_size()
+    over = max(0.0, kept.total - allowance) / max(score_bytes, 1)
+    grads = [np.zeros(0, np.float32) if x.grad is None else x.grad.detach().numpy() for x in xs]
+    # shape (1,), not 0-d: the sandbox sends arrays with np.ascontiguousarray, which makes 0-d 1-d
+    return (out.detach().numpy(), *grads, np.array([round(over)], dtype=out.detach().numpy().dtype))
+
+
+class saved_bytes:
+    """``with saved_bytes() as kept:`` records every tensor autograd saves for backward inside
+    the block (``torch.autograd.graph.saved_tensors_hooks``), counted once per storage.
+
+    ``kept.total`` is their bytes; ``kept.tensors`` lists (shape, dtype, bytes) in the order they
+    were saved. ``kept.add_attributes(out)`` also counts tensors stored as attributes of custom
+    ``autograd.Function`` nodes behind ``out`` (``ctx.p = p``), which the hooks do not see.
+    """
+
+    def __init__(self) -> None:
+        self._storages: dict[int, int] = {}
+        self.tensors: list[tuple[tuple[int, ...], str, int]] = []
+
+    def _record(self, t: Any) -> None:
+        storage = t.untyped_storage()
+        key = storage.data_ptr()
+        if key in self._storages or storage.nbytes() == 0:
+            return
+        self._storages[key] = storage.nbytes()
+        self.tensors.append((tuple(t.shape), str(t.dtype).removeprefix("torch."), storage.nbytes()))
+
+    def __enter__(self) -> "saved_bytes":
+        import torch
+
+        def pack(t):
+            self._record(t)
+            return t
+
+        self._hooks = torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t)
+        self._hooks.__enter__()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._hooks.__exit__(*exc)
+
+    def add_attributes(self, out: Any) -> None:
+        import torch
+
+        seen, todo = set(), [getattr(out, "grad_fn", None)]
+        while todo:
+            node = todo.pop()
+            if node is None or id(node) in seen:
+                continue
+            seen.add(id(node))
+            for value in getattr(node, "__dict__", {}).values():
+                for t in (value if isinstance(value, (tuple, list)) else (value,)):
+                    if isinstance(t, torch.Tensor):
+                        self._record(t)
+            todo.extend(n for n, _ in getattr(node, "next_functions", ()))
+
+    @property
+    def total(self) -> int:
+        return sum(self._storages.values())
+
+
+HARNESSES = {f.__name__: f for f in (run_module, run_converter, run_within_memory, run_saving)}
 
 
 def module_output_names(state: dict) -> tuple[str, ...]:

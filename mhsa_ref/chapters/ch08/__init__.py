@@ -1,0 +1,14 @@
+"""Chapter 08: activation checkpointing.
+
+reference.py        softmax_backward (NumPy): chapter 02's Jacobian applied to a gradient, row by row
+reference_torch.py  recomputed_attention (an autograd.Function that recomputes the weights in
+                    backward), attention (plain, for comparison), activation_bytes_per_layer
+                    (Korthikanti et al. 2022's formula)
+exercises.py        08.softmax_backward, 08.recomputed_attention
+mistakes.py         recomputed_attention's misconceptions as wrong autograd Functions
+"""
+
+TITLE = "Activation checkpointing"
+PART = "Make it scale"
+SUMMARY = "recompute attention in the backward pass"
+REQUIRES = ("torch",)
