@@ -80,6 +80,12 @@ def merge_only_normalizer(m1, l1, o1, m2, l2, o2):
     return m, l, o1 + o2
 
 
+def merge_only_normalizer_unguarded(m1, l1, o1, m2, l2, o2):
+    """The same mistake, without care for empty states: NaN where both are empty."""
+    big = np.maximum(m1, m2)
+    return big, np.exp(m1 - big) * l1 + np.exp(m2 - big) * l2, o1 + o2
+
+
 def merge_only_accumulator(m1, l1, o1, m2, l2, o2):
     m = np.maximum(m1, m2)
     safe = np.where(np.isneginf(m), 0.0, m)
@@ -387,6 +393,7 @@ WRONG_BY_EXERCISE = {
     MERGE: [
         ("merge-no-rescaling", merge_plain_sum),
         ("merge-normalizer-rescaled-not-accumulator", merge_only_normalizer),
+        ("merge-normalizer-rescaled-not-accumulator", merge_only_normalizer_unguarded),
         ("merge-accumulator-rescaled-not-normalizer", merge_only_accumulator),
         ("merge-rescale-inverted", merge_upside_down),
         ("merge-empty-nan", merge_no_guard),

@@ -102,18 +102,27 @@ def _mis_merge_plain_sum(m1, l1, o1, m2, l2, o2):
     return np.maximum(m1, m2), l1 + l2, o1 + o2
 
 
-def _mis_merge_only_l(m1, l1, o1, m2, l2, o2):
+def _merge_factors(m1, m2, guard: bool):
+    """The rescaling factors exp(m_i - m); without the guard, NaN where both maxima are -inf."""
     m = np.maximum(m1, m2)
-    with np.errstate(invalid="ignore"):
-        a1, a2 = np.exp(m1 - m), np.exp(m2 - m)
-    a1, a2 = np.nan_to_num(a1), np.nan_to_num(a2)
-    return m, a1 * l1 + a2 * l2, o1 + o2
+    a1, a2 = np.exp(m1 - m), np.exp(m2 - m)
+    return (m, np.nan_to_num(a1), np.nan_to_num(a2)) if guard else (m, a1, a2)
 
 
-def _mis_merge_only_o(m1, l1, o1, m2, l2, o2):
-    m = np.maximum(m1, m2)
-    a1, a2 = np.nan_to_num(np.exp(m1 - m)), np.nan_to_num(np.exp(m2 - m))
-    return m, l1 + l2, a1[..., None] * o1 + a2[..., None] * o2
+def _mis_merge_only_l(guard: bool):
+    def variant(m1, l1, o1, m2, l2, o2):
+        m, a1, a2 = _merge_factors(m1, m2, guard)
+        return m, a1 * l1 + a2 * l2, o1 + o2
+
+    return variant
+
+
+def _mis_merge_only_o(guard: bool):
+    def variant(m1, l1, o1, m2, l2, o2):
+        m, a1, a2 = _merge_factors(m1, m2, guard)
+        return m, l1 + l2, a1[..., None] * o1 + a2[..., None] * o2
+
+    return variant
 
 
 def _mis_merge_inverted(m1, l1, o1, m2, l2, o2):
@@ -155,14 +164,14 @@ MERGE_PARTIALS = Exercise(
             "You rescale the normalisers l but add the outputs o as they are. o is a sum of "
             "exp(s - m_i) v, in the same units as l, so it needs the same factor: multiply o1 by "
             "exp(m1 - m)[..., None] and o2 by exp(m2 - m)[..., None].",
-            (_mis_merge_only_l,),
+            (_mis_merge_only_l(True), _mis_merge_only_l(False)),
         ),
         Misconception(
             "merge-accumulator-rescaled-not-normalizer",
             "You rescale the outputs o but add the normalisers l as they are. l = sum exp(s - m_i) "
             "is relative to the maximum exactly as o is: multiply l1 by exp(m1 - m) and l2 by "
             "exp(m2 - m) too.",
-            (_mis_merge_only_o,),
+            (_mis_merge_only_o(True), _mis_merge_only_o(False)),
         ),
         Misconception(
             "merge-rescale-inverted",
