@@ -70,7 +70,7 @@ def torch_part(lengths=(1024, 2048, 4096), heads: int = 4, repeats: int = 3,
     devices = [torch.device("cpu")] + ([torch.device("cuda")] if torch.cuda.is_available() else [])
     rows = []
     print(f"Attention forward + backward, B=1, h={heads}, d_h={D_HEAD}, float32, best of {repeats}")
-    print(f"{'device':>8s}{'L':>7s} | {'kept for backward (MiB)':^30s} | {'fwd+bwd (ms)':^30s} | targets")
+    print(f"{'device':>8s}{'L':>7s} | {'kept for backward (MiB)':^35s} | {'fwd+bwd (ms)':^35s} | targets")
     print(f"{'':>15s} | {'plain':>9s}{'recomp':>9s}{'SDPA':>9s}{'ratio':>8s}"  # noqa: ISC003
           f" | {'plain':>9s}{'recomp':>9s}{'SDPA':>9s}{'ratio':>8s} |")
     for device in devices:
