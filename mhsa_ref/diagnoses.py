@@ -805,10 +805,9 @@ def _rel_log_space(p: _Pair) -> str | None:
     ax = _dist(p)
     if ax is None:
         return None
-    pos = p.r > 0
-    a = p.a
-    if not (np.allclose(a[pos], np.log(p.r[pos]), rtol=p.ctx.rtol, atol=max(p.ctx.atol, 1e-7))
-            and np.all(~np.isfinite(a[~pos]) | (a[~pos] < -30))):
+    # Compared as probabilities: log of an underflowed probability is too coarse to compare.
+    a = np.where(~np.isfinite(p.a) & (p.r == 0), -np.inf, p.a)
+    if np.any(a > 1e-9) or not p.close(np.exp(a)):
         return None
     return (f"{_cap(p.label)} holds the logarithms of the right values (log-softmax): they are <= 0 "
             "and their exponentials sum to 1. Return the probabilities themselves: exp(x - max) / sum.")
@@ -864,15 +863,25 @@ def _rel_temperature(p: _Pair) -> str | None:
     if ax is None or np.any(p.a < 0) or not np.all(np.isfinite(p.a)):
         return None
     pos = p.r > 0
-    if np.any((p.a > 0) & ~pos):
-        return None
-    # Fit c where both are positive: a sharper softmax underflows to exact zeros (checked below)
+    # Fit c where both are positive: one of the two may have underflowed to exact zeros.
     both = pos & (p.a > 0)
     c = _fit(_centered_logs(p.a, both, ax), _centered_logs(p.r, both, ax), both)
     if c is None or abs(c - 1) < 1e-6:
         return None
-    s = np.where(pos, np.log(np.where(pos, p.r, 1.0)), -np.inf)
-    if not p.close(p.a, np.where(np.broadcast_to(_live_rows(p.r, ax), p.r.shape), _softmax(c * s, ax), p.a)):
+    # Where the right softmax underflowed and the learner's (flatter) did not, the scores are lost:
+    # such a row must at least keep the order (those entries below every other one, or above
+    # when c < 0), and is left out of the comparison.
+    extra = (p.a > 0) & ~pos
+    lo = np.where(pos, p.a, np.inf).min(axis=ax, keepdims=True)
+    hi = np.where(pos, p.a, -np.inf).max(axis=ax, keepdims=True)
+    if c > 0 and np.any(extra & (p.a > lo)) or c < 0 and np.any(extra & (p.a < hi)):
+        return None
+    keep = ~np.broadcast_to(extra.any(axis=ax, keepdims=True), p.r.shape)
+    if not np.any(keep & both):
+        return None
+    cs = np.where(pos, c * np.log(np.where(pos, p.r, 1.0)), -np.inf)  # zeros stay zeros whatever c's sign
+    live = np.broadcast_to(_live_rows(p.r, ax), p.r.shape) & keep
+    if not p.close(np.where(live, p.a, 0.0), np.where(live, _softmax(cs, ax), 0.0)):
         return None
     if c < 0:
         return ("sign-flipped", f"{_cap(p.label)} gives the most weight to the lowest scores: it is the softmax of the "
