@@ -212,6 +212,8 @@ def test_a_notebook_cannot_choose_its_chapter(graded):
     assert mallory["exercises"][0]["status"] == "missing"
     assert {"05.MultiHeadSelfAttention", "05.from_torch_mha"} <= set(mallory["other_chapter_exercises"])
     assert any("says it is chapter 05" in n for n in mallory["notes"]), mallory["notes"]
+    # Chapter 01's softmax in a chapter-02 notebook is a helper the chapter builds on, not a claim.
+    assert _one(doc, "alice")["other_chapter_exercises"] == [] and _one(doc, "alice")["notes"] == []
 
 
 def test_other_chapters_exercises_are_reported_in_feedback_and_summary(graded):

@@ -175,6 +175,7 @@ class ChapterChoice:
     chapter: str | None
     source: str  # CONFIGURED, METADATA or FILE_NAME ("" when undecided)
     note: str = ""  # a disagreement worth telling the instructor and the learner
+    claims: tuple[str, ...] = ()  # other chapters the notebook says it is (against the configured one)
 
 
 def chapter_of(nb: Any, path: Path, known: set[str], configured: str | None = None) -> ChapterChoice:
@@ -189,7 +190,7 @@ def chapter_of(nb: Any, path: Path, known: set[str], configured: str | None = No
         claims = sorted({c for c in (meta, named) if c and c != configured})
         note = (f"this notebook says it is chapter {' / '.join(claims)}; it was graded as chapter {configured}, "
                 "the assignment's chapter") if claims else ""
-        return ChapterChoice(configured if configured in known else None, CONFIGURED, note)
+        return ChapterChoice(configured if configured in known else None, CONFIGURED, note, tuple(claims))
     if meta and named and meta != named:
         return ChapterChoice(None, "", f"its metadata says chapter {meta} but its file name says chapter {named}")
     if meta:
