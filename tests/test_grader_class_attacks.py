@@ -411,6 +411,17 @@ def test_identity_is_the_same_however_the_paths_are_given(tmp_path):
     assert students(expanded) == {k: v for k, v in whole.items() if k in (f"alice/{NB}", f"bob/{NB}")}
     assert students([cls / "alice"], root=cls) == {f"alice/{NB}": "alice"}
     assert students([cls / "bob"], root=cls) == {f"bob/{NB}": "bob", f"bob/submitted/alice/ps1/{NB}": "bob"}
+    # A link among the arguments (a student's, in the shell's class/*) is not followed out; one
+    # named alone, or inside --root, is the instructor's.
+    os.symlink(tmp_path / "elsewhere", cls / "mallory")
+    write(tmp_path / "elsewhere" / NB, SOLVED_02)
+    spread = discover.scan(sorted(str(p) for p in cls.glob("*")))
+    assert "mallory" not in {s.student for s in spread.submissions}
+    assert [(Path(s.path).name, s.reason.split(" (")[0]) for s in spread.skipped] == \
+           [("mallory", "a symbolic link to a folder")]
+    assert {s.student for s in discover.find([cls / "mallory"])} == {"02_scaling"}
+    inside = discover.scan([cls / "mallory"], root=cls)
+    assert inside.submissions == [] and "outside the class root" in inside.skipped[0].reason
     how = {s.student: s.identified_by for s in discover.find([cls])}
     assert "folder" in how["alice"] and "file name" in how["carol"] and "nbgrader" in how["dan"]
     with pytest.raises(FileNotFoundError):

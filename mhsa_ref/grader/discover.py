@@ -96,7 +96,12 @@ def scan(paths: list[str | Path], root: str | Path | None = None) -> Discovery:
 
     for arg in args:
         info = os.lstat(arg)
-        if os.path.isdir(arg):  # a folder, or the instructor's own link to one
+        if stat.S_ISLNK(info.st_mode) and os.path.isdir(arg) and root is None and len(args) > 1:
+            # Among several arguments (the shell's class/*), a link may be a student's: followed
+            # only when it is the class root itself (the only argument, or inside --root).
+            found.skipped.append(Skipped(shown(arg), "a symbolic link to a folder (name the folder itself, "
+                                                     "or give --root)"))
+        elif os.path.isdir(arg):  # a folder, or the instructor's own link to one
             top = Path(os.path.realpath(arg))
             _walk(top, arg, lambda p, r=root or top: add(p, r), found.skipped)
         elif stat.S_ISREG(info.st_mode):
