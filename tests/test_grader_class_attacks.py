@@ -307,9 +307,12 @@ def test_extraction_stops_at_its_deadline_and_limits():
         extract(nbformat.reads(notebook("x = '" + "y" * 3_000_000 + "'"), as_version=4))
     with pytest.raises(NotebookRefused, match="lines"):
         extract(nbformat.reads(notebook("x = 1\n" * 10_001), as_version=4))
-    tight = ExtractLimits(cells=5)
+    tight = ExtractLimits(cells=5, json_values=1000)
     with pytest.raises(NotebookRefused, match="cells"):
         extract_module.parse_notebook(notebook(n_cells=6).encode(), tight)
+    many_values = '{"cells": [], "metadata": {"x": [' + ",".join(["0"] * 1001) + "]}}"
+    with pytest.raises(NotebookRefused, match="JSON values"):
+        extract_module.parse_notebook(many_values.encode(), tight)
 
 
 def test_a_grade_past_the_deadline_is_an_error_row(tmp_path, monkeypatch):

@@ -37,6 +37,10 @@ class ExtractLimits:
     """
 
     notebook_bytes: int = 50 << 20  # the .ipynb file, outputs (figures) included
+    # JSON values, counted by their separating commas: memory is per value (~75 bytes each), not
+    # per byte, and 50 MB of tiny values parsed to 0.5 GB in the trusted process. A figure is one
+    # value (a base64 string); 2 million leaves room for any real notebook's outputs.
+    json_values: int = 2_000_000
     cells: int = 1_000
     source_bytes: int = 1 << 20  # all code cells together
     source_lines: int = 10_000
@@ -77,6 +81,9 @@ def parse_notebook(data: bytes, limits: ExtractLimits = LIMITS) -> Any:
     """The notebook in ``data``, its cells counted before nbformat reads (and validates) them."""
     import json
 
+    if data.count(b",") > limits.json_values:
+        raise NotebookRefused(f"the notebook holds more than {limits.json_values:,} JSON values; "
+                              "the grader reads at most that many (clear the outputs and save again)")
     try:
         raw = json.loads(data)
     except RecursionError:  # JSON nested thousands deep
