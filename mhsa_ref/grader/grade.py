@@ -48,9 +48,13 @@ def grade_notebook(path: Path, student: str, seed: int, limits: Limits = Limits(
     if choice.note:
         result.notes.append(choice.note)
     if result.chapter is None:
-        result.error = (f"cannot tell which chapter this notebook is: {choice.note} (pass --chapter NN)" if choice.note
-                        else "cannot tell which chapter this notebook is: no mhsa_ref metadata and no "
-                             "chapter number in its name (pass --chapter NN)")
+        if chapter is not None:
+            result.chapter, result.error = chapter, f"chapter {chapter} has no exercises to grade"
+        elif choice.note:
+            result.error = f"cannot tell which chapter this notebook is: {choice.note} (pass --chapter NN)"
+        else:
+            result.error = ("cannot tell which chapter this notebook is: no mhsa_ref metadata and no "
+                            "chapter number in its name (pass --chapter NN)")
         return result
     chapter_exercises = exercises.for_chapter(result.chapter)
     result.max_score = sum(ex.points for ex in chapter_exercises)
