@@ -39,13 +39,10 @@ import nbformat
 import pytest
 
 from mhsa_ref.grader import discover
-from mhsa_ref.grader import extract as extract_module
-from mhsa_ref.grader.extract import ExtractLimits, NotebookRefused, extract
-from mhsa_ref.grader.files import NotReadable, read_regular
-from mhsa_ref.grader.gradescope import collect, gradescope_json
-from mhsa_ref.grader.gradescope.bundle import RUN, bundle_pyproject, project_metadata, write_bundle
-from mhsa_ref.grader.outputs.escape import csv_cell, md_code
 from mhsa_ref.grader.run import Limits
+
+# The grader's newer parts are imported inside the tests that use them, so that the batch's
+# attacks also run (and fail for their own reasons) against a grader without them.
 
 from .conftest import ROOT
 
@@ -261,6 +258,8 @@ def test_a_cell_too_deep_is_dropped_and_the_rest_graded(graded):
 
 def _walks(n: int) -> int:
     """How many syntax-tree walks extracting an n-line assignment chain takes."""
+    from mhsa_ref.grader.extract import extract
+
     count = 0
     real_walk = ast.walk
 
@@ -286,6 +285,8 @@ def test_extraction_work_grows_linearly_with_an_assignment_chain():
 
 
 def test_ipython_syntax_is_read_only_within_a_work_bound(graded, monkeypatch):
+    from mhsa_ref.grader.extract import extract
+
     ivan = _one(graded[2], "ivan")
     assert any("too much IPython syntax to read" in d for d in ivan["dropped"]), ivan["dropped"]
     from IPython.core.inputtransformer2 import TransformerManager
@@ -300,6 +301,9 @@ def test_ipython_syntax_is_read_only_within_a_work_bound(graded, monkeypatch):
 
 
 def test_extraction_stops_at_its_deadline_and_limits():
+    from mhsa_ref.grader.extract import ExtractLimits, NotebookRefused, extract
+    from mhsa_ref.grader import extract as extract_module
+
     nb = nbformat.reads(notebook(JACOBIAN_OK), as_version=4)
     with pytest.raises(NotebookRefused, match="took longer than"):
         extract(nb, deadline=0.0)
@@ -316,6 +320,8 @@ def test_extraction_stops_at_its_deadline_and_limits():
 
 
 def test_a_grade_past_the_deadline_is_an_error_row(tmp_path, monkeypatch):
+    from mhsa_ref.grader.extract import ExtractLimits
+
     from mhsa_ref.grader import grade
 
     monkeypatch.setattr(grade, "LIMITS", ExtractLimits(seconds=-1.0))
@@ -341,6 +347,8 @@ def test_special_files_are_skipped_and_recorded_with_their_reason(graded):
 
 
 def test_read_regular_reads_only_regular_files_within_the_root(tmp_path):
+    from mhsa_ref.grader.files import NotReadable, read_regular
+
     write(tmp_path / "root" / "ok.ipynb", "{}")
     write(tmp_path / "elsewhere.ipynb", "{}")
     os.mkfifo(tmp_path / "root" / "fifo.ipynb")
@@ -470,6 +478,8 @@ def test_feedback_and_summary_render_no_markup_from_a_submission(graded):
 
 
 def test_gradebook_cells_cannot_be_formulas(graded):
+    from mhsa_ref.grader.outputs.escape import csv_cell
+
     _, out, doc, _ = graded
     rows = list(csv.reader(io.StringIO((out / "gradebook.csv").read_text())))
     for row in rows:
@@ -490,6 +500,8 @@ def test_gradescope_results_are_shown_as_text(graded):
 
 
 def test_markdown_code_spans_hold_any_name():
+    from mhsa_ref.grader.outputs.escape import md_code
+
     for text in ("a`b", "``", "`x`", "x\n<script>", "x\r\n# heading", "\u202eevil", "|pipe|"):
         span = md_code(text)
         html = _rendered(f"Notebook: {span}")
@@ -501,6 +513,8 @@ def test_markdown_code_spans_hold_any_name():
 
 
 def test_the_bundle_takes_its_limits_and_pyproject_from_the_grader(tmp_path):
+    from mhsa_ref.grader.gradescope.bundle import bundle_pyproject, project_metadata, write_bundle
+
     bundle = tmp_path / "a.zip"
     write_bundle("02", bundle)
     zf = zipfile.ZipFile(bundle)
@@ -519,6 +533,8 @@ def test_the_bundle_takes_its_limits_and_pyproject_from_the_grader(tmp_path):
 
 
 def test_a_gradescope_bundle_grades_its_own_chapter_only(tmp_path):
+    from mhsa_ref.grader.gradescope.bundle import write_bundle
+
     bundle = tmp_path / "a.zip"
     write_bundle("02", bundle, Limits(timeout_s=5))
     root = tmp_path / "autograder"
@@ -533,6 +549,8 @@ def test_a_gradescope_bundle_grades_its_own_chapter_only(tmp_path):
 
 
 def test_collect_never_passes_the_assignments_maximum(tmp_path):
+    from mhsa_ref.grader.gradescope import collect
+
     out = tmp_path / "out"
     forged = {"score": 6.0, "output": "", "tests": [], "extra_data": {"chapter": "05"}}
     over = {"score": 9.0, "output": "", "tests": [], "extra_data": {"chapter": "02"}}
@@ -547,6 +565,8 @@ def test_collect_never_passes_the_assignments_maximum(tmp_path):
 
 
 def test_gradescope_json_of_a_configured_chapter_result():
+    from mhsa_ref.grader.gradescope import gradescope_json
+
     from mhsa_ref.grader.results import SubmissionResult
 
     r = SubmissionResult("x.ipynb", HOSTILE_TEXT, "02", 0.0, 2.0, error=HOSTILE_TEXT, isolation="namespaces")
