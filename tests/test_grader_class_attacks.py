@@ -420,6 +420,19 @@ def test_identity_is_the_same_however_the_paths_are_given(tmp_path):
                      "carol.ipynb": "carol", f"submitted/dan/ps1/{NB}": "dan"}
     expanded = sorted(str(p) for p in cls.glob("*/*.ipynb"))  # the shell's class/*/*.ipynb
     assert students(expanded) == {k: v for k, v in whole.items() if k in (f"alice/{NB}", f"bob/{NB}")}
+    # A student's link among them (to a file, or a folder, elsewhere) neither joins nor moves the root.
+    write(tmp_path / "etc" / "x" / NB, SOLVED_02)
+    os.mkdir(cls / "eve")
+    os.symlink(tmp_path / "etc" / "x" / NB, cls / "eve" / NB)
+    os.symlink(tmp_path / "etc" / "x", cls / "trudy")
+    linked = discover.scan(expanded + [str(cls / "eve" / NB), str(cls / "trudy" / NB)])
+    assert {Path(os.path.realpath(s.path)).relative_to(cls).as_posix(): s.student for s in linked.submissions} == \
+           students(expanded)
+    assert sorted(s.reason.split(" (")[0] for s in linked.skipped) == [
+        "a symbolic link", f"outside the class root {os.path.realpath(cls)}"]
+    os.unlink(cls / "eve" / NB)
+    os.rmdir(cls / "eve")
+    os.unlink(cls / "trudy")
     assert students([cls / "alice"], root=cls) == {f"alice/{NB}": "alice"}
     assert students([cls / "bob"], root=cls) == {f"bob/{NB}": "bob", f"bob/submitted/alice/ps1/{NB}": "bob"}
     # A link among the arguments (a student's, in the shell's class/*) is not followed out; one

@@ -74,8 +74,11 @@ def scan(paths: list[str | Path], root: str | Path | None = None) -> Discovery:
             raise FileNotFoundError(f"--root: no such folder: {root}")
     # Without --root, each folder argument is a class root of its own, and the file arguments
     # (``class/*/*.ipynb``, expanded by the shell) share the deepest folder that holds them all.
+    # Their common folder is taken as written, then resolved: resolving each file first would let
+    # one student's link to /etc widen the root to / and rename every other student.
     files = [a for a in args if not os.path.isdir(a)]
-    files_root = Path(os.path.commonpath([os.path.dirname(os.path.realpath(a)) for a in files])) if files else None
+    files_root = (Path(os.path.realpath(os.path.commonpath([os.path.dirname(os.path.abspath(a)) for a in files])))
+                  if files else None)
     found = Discovery()
     seen: set[str] = set()
 
