@@ -294,10 +294,13 @@ def test_ipython_syntax_is_read_only_within_a_work_bound(graded, monkeypatch):
     seen = []
     real = TransformerManager.transform_cell
     monkeypatch.setattr(TransformerManager, "transform_cell", lambda self, src: seen.append(src) or real(self, src))
-    nb = nbformat.reads(notebook("%timeit x = 1\n" + JACOBIAN_OK, "x?\n" * 5_000, "y = 1  # why?\n" * 2_000), as_version=4)
+    nb = nbformat.reads(notebook("%timeit x = 1\n" + JACOBIAN_OK, "x?\n" * 5_000, "y = 1  # why?\n" * 2_000,
+                                 "%time x = 1\r" * 1_000, "%time x = 1\u2028" * 1_000), as_version=4)
     result = extract(nb)
     assert len(seen) == 1 and seen[0].startswith("%timeit")  # the small cell only; plain Python never
-    assert "def softmax_jacobian" in result.code and 2 in result.syntax_errors and 3 not in result.syntax_errors
+    assert "def softmax_jacobian" in result.code and 3 not in result.syntax_errors
+    for cell in (2, 4, 5):  # IPython also breaks lines at \r and U+2028: they are counted as lines
+        assert "too much IPython syntax" in result.syntax_errors[cell], result.syntax_errors
 
 
 def test_extraction_stops_at_its_deadline_and_limits():

@@ -114,7 +114,9 @@ def extract(nb: Any, limits: ExtractLimits = LIMITS, deadline: float | None = No
     if len(nb.cells) > limits.cells:
         raise NotebookRefused(f"the notebook has {len(nb.cells)} cells; the grader reads at most {limits.cells}")
     total_bytes = sum(len(str(c.source).encode()) for _, c in cells)
-    total_lines = sum(str(c.source).count("\n") + 1 for _, c in cells)
+    # Lines as str.splitlines counts them (also \r, \f, U+2028...), a superset of what IPython's
+    # reader and the tokenizer take for a line break.
+    total_lines = sum(len(str(c.source).splitlines()) + 1 for _, c in cells)
     if total_bytes > limits.source_bytes:
         raise NotebookRefused(f"the notebook's code is {total_bytes:,} bytes; the grader reads at most "
                               f"{limits.source_bytes:,}")
@@ -265,7 +267,7 @@ def _without_ipython(source: str, max_work: int = 20_000) -> str | None:
         return source  # already Python: IPython's commands are never valid Python
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         pass
-    lines = source.split("\n")
+    lines = source.splitlines() or [""]
     candidates = sum(1 for line in lines if "%" in line or "!" in line or "?" in line)
     if (candidates + 1) * len(lines) > max_work:
         raise _TooMuchIPython(f"too much IPython syntax to read ({candidates} lines with %, ! or ? "
