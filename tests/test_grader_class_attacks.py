@@ -556,12 +556,14 @@ def test_a_gradescope_bundle_grades_its_own_chapter_only(tmp_path):
     root = tmp_path / "autograder"
     zipfile.ZipFile(bundle).extractall(root / "source")
     write(root / "submission" / "05_pytorch_gpu.ipynb", SOLVED_05)  # metadata and name say 05
+    os.mkfifo(root / "submission" / "stuck.ipynb")  # would block a reader forever
     env = dict(os.environ, AUTOGRADER_ROOT=str(root), MHSA_PYTHON=sys.executable)
     subprocess.run(["bash", str(root / "source" / "run_autograder")], check=True, env=env, capture_output=True,
                    timeout=300)
     doc = json.loads((root / "results" / "results.json").read_text())
     assert doc["score"] == 0.0 and [t["max_score"] for t in doc["tests"]] == [2.0]
     assert "says it is chapter 05" in doc["output"] and "05.MultiHeadSelfAttention" in doc["output"]
+    assert "stuck.ipynb: a FIFO, not a regular file" in doc["output"] and doc["output_format"] == "text"
 
 
 def test_collect_never_passes_the_assignments_maximum(tmp_path):
