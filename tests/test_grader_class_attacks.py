@@ -8,8 +8,9 @@ the run), holds the attacks side by side with honest students:
 
 - **chapter** (item 3): a solved chapter-05 notebook (its metadata says 05) submitted to the
   2-point chapter-02 assignment;
-- **extraction** (item 4): an 8,000-line assignment chain, code beyond the line limit, too many
-  cells, JSON nested 100,000 deep, a cell nested beyond the depth limit;
+- **extraction** (item 4): an 8,000-line assignment chain used by a function, 5,000 lines of
+  IPython help (``x?``), code beyond the line limit, too many cells, JSON nested 100,000 deep, a
+  cell nested beyond the depth limit;
 - **special files** (item 5): a folder named ``x.ipynb``, a FIFO, a link to ``/dev/zero``, a
   dangling link, links to a notebook and to a folder outside the class;
 - **identity** (item 7): a ``submitted/alice/`` nested in bob's folder, one student with two
