@@ -80,10 +80,15 @@ def main() -> None:
     print("read_notebook + extract (seconds; refused beyond ExtractLimits, which stop at "
           f"{LIMITS.cells} cells, {LIMITS.source_lines:,} lines, {LIMITS.source_bytes:,} bytes, depth {LIMITS.depth})")
     for label, cells in [
-        ("1,000 cells", ["x = 1\n"] * 1000), ("2,000 cells", ["x = 1\n"] * 2000),
-        ("2,001 cells (refused)", ["x = 1\n"] * 2001),
-        ("one cell of 20,000 lines", ["x = 1\n" * 20000]), ("one cell of 39,999 lines", ["x = 1\n" * 39999]), ("one cell of 40,000 lines (refused)", ["x = 1\n" * 40000]),
-        ("one line of 1 MB", ["x = '" + "y" * (1 << 20) + "'\n"]), ("3 MB of code (refused)", ["x = 1\n" * 500000]),
+        ("500 cells", ["x = 1\n"] * 500), ("1,000 cells", ["x = 1\n"] * 1000),
+        ("1,001 cells (refused)", ["x = 1\n"] * 1001),
+        ("one cell of 5,000 lines", ["x = 1\n" * 5000]), ("one cell of 9,999 lines", ["x = 1\n" * 9999]),
+        ("one cell of 10,000 lines (refused)", ["x = 1\n" * 10000]),
+        ("one line of 1,000 KB", ["x = '" + "y" * (1000 << 10) + "'\n"]), ("2 MB of code (refused)", ["x = 1\n" * 340000]),
+        ("9,000-line chain used by a def", [chain(9000).cells[0].source]),
+        ("1 MB of names in 2,400 lists", ["".join(f"b{i} = [" + ",".join(["q"] * 200) + "]\n" for i in range(2400))
+                                            + "def g():\n    return " + "+".join(f"b{i}" for i in range(0, 2400, 20)) + "\n"]),
+        ("5,000 lines of `x?`", ["x?\n" * 5000]),
         ("nesting depth 90", ["y = " + "+".join(["x"] * 90)]), ("nesting depth 5,000 (refused)", ["y = " + "+".join(["x"] * 5000)]),
     ]:
         print(f"  {label:<32} {read_and_extract(cells):8.3f}")

@@ -8,8 +8,9 @@ the run), holds the attacks side by side with honest students:
 
 - **chapter** (item 3): a solved chapter-05 notebook (its metadata says 05) submitted to the
   2-point chapter-02 assignment;
-- **extraction** (item 4): an 8,000-line assignment chain, code beyond the line limit, too many
-  cells, JSON nested 100,000 deep, a cell nested beyond the depth limit;
+- **extraction** (item 4): an 8,000-line assignment chain used by a function, 5,000 lines of
+  IPython help (``x?``), code beyond the line limit, too many cells, JSON nested 100,000 deep, a
+  cell nested beyond the depth limit;
 - **special files** (item 5): a folder named ``x.ipynb``, a FIFO, a link to ``/dev/zero``, a
   dangling link, links to a notebook and to a folder outside the class;
 - **identity** (item 7): a ``submitted/alice/`` nested in bob's folder, one student with two
@@ -39,13 +40,10 @@ import nbformat
 import pytest
 
 from mhsa_ref.grader import discover
-from mhsa_ref.grader import extract as extract_module
-from mhsa_ref.grader.extract import ExtractLimits, NotebookRefused, extract
-from mhsa_ref.grader.files import NotReadable, read_regular
-from mhsa_ref.grader.gradescope import collect, gradescope_json
-from mhsa_ref.grader.gradescope.bundle import RUN, bundle_pyproject, project_metadata, write_bundle
-from mhsa_ref.grader.outputs.escape import csv_cell, md_code
 from mhsa_ref.grader.run import Limits
+
+# The grader's newer parts are imported inside the tests that use them, so that the batch's
+# attacks also run (and fail for their own reasons) against a grader without them.
 
 from .conftest import ROOT
 
@@ -126,7 +124,7 @@ def build_class(base: Path) -> Path:
     os.symlink(outside / NB, carol / "outside.ipynb")
     os.symlink(outside, carol / "outside_dir")
     write(cls / "dave" / NB, notebook(JACOBIAN_OK, chain(8000) + "def f():\n    return a7999\n"))  # item 4: linear
-    write(cls / "ivan" / NB, notebook(JACOBIAN_OK, "x?\n" * 20_000))  # IPython's reader, 500 passes over a big cell
+    write(cls / "ivan" / NB, notebook(JACOBIAN_OK, "x?\n" * 5_000))  # IPython's reader, 500 passes over a big cell
     write(cls / "erin" / NB, notebook(JACOBIAN_OK, chain(50_000)))  # beyond the line limit
     write(cls / "frank" / NB, notebook(JACOBIAN_OK, n_cells=3000))  # beyond the cell limit
     write(cls / "heidi" / NB, notebook(JACOBIAN_OK, "y = " + "+".join(["x"] * 150)))  # one cell too deep
@@ -212,6 +210,8 @@ def test_a_notebook_cannot_choose_its_chapter(graded):
     assert mallory["exercises"][0]["status"] == "missing"
     assert {"05.MultiHeadSelfAttention", "05.from_torch_mha"} <= set(mallory["other_chapter_exercises"])
     assert any("says it is chapter 05" in n for n in mallory["notes"]), mallory["notes"]
+    # Chapter 01's softmax in a chapter-02 notebook is a helper the chapter builds on, not a claim.
+    assert _one(doc, "alice")["other_chapter_exercises"] == [] and _one(doc, "alice")["notes"] == []
 
 
 def test_other_chapters_exercises_are_reported_in_feedback_and_summary(graded):
@@ -259,6 +259,8 @@ def test_a_cell_too_deep_is_dropped_and_the_rest_graded(graded):
 
 def _walks(n: int) -> int:
     """How many syntax-tree walks extracting an n-line assignment chain takes."""
+    from mhsa_ref.grader.extract import extract
+
     count = 0
     real_walk = ast.walk
 
@@ -284,6 +286,8 @@ def test_extraction_work_grows_linearly_with_an_assignment_chain():
 
 
 def test_ipython_syntax_is_read_only_within_a_work_bound(graded, monkeypatch):
+    from mhsa_ref.grader.extract import extract
+
     ivan = _one(graded[2], "ivan")
     assert any("too much IPython syntax to read" in d for d in ivan["dropped"]), ivan["dropped"]
     from IPython.core.inputtransformer2 import TransformerManager
@@ -291,24 +295,37 @@ def test_ipython_syntax_is_read_only_within_a_work_bound(graded, monkeypatch):
     seen = []
     real = TransformerManager.transform_cell
     monkeypatch.setattr(TransformerManager, "transform_cell", lambda self, src: seen.append(src) or real(self, src))
-    nb = nbformat.reads(notebook("%timeit x = 1\n" + JACOBIAN_OK, "x?\n" * 20_000, "y = 1  # why?\n" * 5000), as_version=4)
+    nb = nbformat.reads(notebook("%timeit x = 1\n" + JACOBIAN_OK, "x?\n" * 5_000, "y = 1  # why?\n" * 2_000,
+                                 "%time x = 1\r" * 1_000, "%time x = 1\u2028" * 1_000), as_version=4)
     result = extract(nb)
     assert len(seen) == 1 and seen[0].startswith("%timeit")  # the small cell only; plain Python never
-    assert "def softmax_jacobian" in result.code and 2 in result.syntax_errors and 3 not in result.syntax_errors
+    assert "def softmax_jacobian" in result.code and 3 not in result.syntax_errors
+    for cell in (2, 4, 5):  # IPython also breaks lines at \r and U+2028: they are counted as lines
+        assert "too much IPython syntax" in result.syntax_errors[cell], result.syntax_errors
 
 
 def test_extraction_stops_at_its_deadline_and_limits():
+    from mhsa_ref.grader.extract import ExtractLimits, NotebookRefused, extract
+    from mhsa_ref.grader import extract as extract_module
+
     nb = nbformat.reads(notebook(JACOBIAN_OK), as_version=4)
     with pytest.raises(NotebookRefused, match="took longer than"):
         extract(nb, deadline=0.0)
     with pytest.raises(NotebookRefused, match="bytes"):
         extract(nbformat.reads(notebook("x = '" + "y" * 3_000_000 + "'"), as_version=4))
-    tight = ExtractLimits(cells=5)
+    with pytest.raises(NotebookRefused, match="lines"):
+        extract(nbformat.reads(notebook("x = 1\n" * 10_001), as_version=4))
+    tight = ExtractLimits(cells=5, json_values=1000)
     with pytest.raises(NotebookRefused, match="cells"):
         extract_module.parse_notebook(notebook(n_cells=6).encode(), tight)
+    many_values = '{"cells": [], "metadata": {"x": [' + ",".join(["0"] * 1001) + "]}}"
+    with pytest.raises(NotebookRefused, match="JSON values"):
+        extract_module.parse_notebook(many_values.encode(), tight)
 
 
 def test_a_grade_past_the_deadline_is_an_error_row(tmp_path, monkeypatch):
+    from mhsa_ref.grader.extract import ExtractLimits
+
     from mhsa_ref.grader import grade
 
     monkeypatch.setattr(grade, "LIMITS", ExtractLimits(seconds=-1.0))
@@ -334,6 +351,8 @@ def test_special_files_are_skipped_and_recorded_with_their_reason(graded):
 
 
 def test_read_regular_reads_only_regular_files_within_the_root(tmp_path):
+    from mhsa_ref.grader.files import NotReadable, read_regular
+
     write(tmp_path / "root" / "ok.ipynb", "{}")
     write(tmp_path / "elsewhere.ipynb", "{}")
     os.mkfifo(tmp_path / "root" / "fifo.ipynb")
@@ -405,8 +424,32 @@ def test_identity_is_the_same_however_the_paths_are_given(tmp_path):
                      "carol.ipynb": "carol", f"submitted/dan/ps1/{NB}": "dan"}
     expanded = sorted(str(p) for p in cls.glob("*/*.ipynb"))  # the shell's class/*/*.ipynb
     assert students(expanded) == {k: v for k, v in whole.items() if k in (f"alice/{NB}", f"bob/{NB}")}
+    # A student's link among them (to a file, or a folder, elsewhere) neither joins nor moves the root.
+    write(tmp_path / "etc" / "x" / NB, SOLVED_02)
+    os.mkdir(cls / "eve")
+    os.symlink(tmp_path / "etc" / "x" / NB, cls / "eve" / NB)
+    os.symlink(tmp_path / "etc" / "x", cls / "trudy")
+    linked = discover.scan(expanded + [str(cls / "eve" / NB), str(cls / "trudy" / NB)])
+    assert {Path(os.path.realpath(s.path)).relative_to(cls).as_posix(): s.student for s in linked.submissions} == \
+           students(expanded)
+    assert sorted(s.reason.split(" (")[0] for s in linked.skipped) == [
+        "a symbolic link", f"outside the class root {os.path.realpath(cls)}"]
+    os.unlink(cls / "eve" / NB)
+    os.rmdir(cls / "eve")
+    os.unlink(cls / "trudy")
     assert students([cls / "alice"], root=cls) == {f"alice/{NB}": "alice"}
     assert students([cls / "bob"], root=cls) == {f"bob/{NB}": "bob", f"bob/submitted/alice/ps1/{NB}": "bob"}
+    # A link among the arguments (a student's, in the shell's class/*) is not followed out; one
+    # named alone, or inside --root, is the instructor's.
+    os.symlink(tmp_path / "elsewhere", cls / "mallory")
+    write(tmp_path / "elsewhere" / NB, SOLVED_02)
+    spread = discover.scan(sorted(str(p) for p in cls.glob("*")))
+    assert "mallory" not in {s.student for s in spread.submissions}
+    assert [(Path(s.path).name, s.reason.split(" (")[0]) for s in spread.skipped] == \
+           [("mallory", "a symbolic link to a folder")]
+    assert {s.student for s in discover.find([cls / "mallory"])} == {"02_scaling"}
+    inside = discover.scan([cls / "mallory"], root=cls)
+    assert inside.submissions == [] and "outside the class root" in inside.skipped[0].reason
     how = {s.student: s.identified_by for s in discover.find([cls])}
     assert "folder" in how["alice"] and "file name" in how["carol"] and "nbgrader" in how["dan"]
     with pytest.raises(FileNotFoundError):
@@ -452,6 +495,8 @@ def test_feedback_and_summary_render_no_markup_from_a_submission(graded):
 
 
 def test_gradebook_cells_cannot_be_formulas(graded):
+    from mhsa_ref.grader.outputs.escape import csv_cell
+
     _, out, doc, _ = graded
     rows = list(csv.reader(io.StringIO((out / "gradebook.csv").read_text())))
     for row in rows:
@@ -472,6 +517,8 @@ def test_gradescope_results_are_shown_as_text(graded):
 
 
 def test_markdown_code_spans_hold_any_name():
+    from mhsa_ref.grader.outputs.escape import md_code
+
     for text in ("a`b", "``", "`x`", "x\n<script>", "x\r\n# heading", "\u202eevil", "|pipe|"):
         span = md_code(text)
         html = _rendered(f"Notebook: {span}")
@@ -483,6 +530,8 @@ def test_markdown_code_spans_hold_any_name():
 
 
 def test_the_bundle_takes_its_limits_and_pyproject_from_the_grader(tmp_path):
+    from mhsa_ref.grader.gradescope.bundle import bundle_pyproject, project_metadata, write_bundle
+
     bundle = tmp_path / "a.zip"
     write_bundle("02", bundle)
     zf = zipfile.ZipFile(bundle)
@@ -501,20 +550,26 @@ def test_the_bundle_takes_its_limits_and_pyproject_from_the_grader(tmp_path):
 
 
 def test_a_gradescope_bundle_grades_its_own_chapter_only(tmp_path):
+    from mhsa_ref.grader.gradescope.bundle import write_bundle
+
     bundle = tmp_path / "a.zip"
     write_bundle("02", bundle, Limits(timeout_s=5))
     root = tmp_path / "autograder"
     zipfile.ZipFile(bundle).extractall(root / "source")
     write(root / "submission" / "05_pytorch_gpu.ipynb", SOLVED_05)  # metadata and name say 05
+    os.mkfifo(root / "submission" / "stuck.ipynb")  # would block a reader forever
     env = dict(os.environ, AUTOGRADER_ROOT=str(root), MHSA_PYTHON=sys.executable)
     subprocess.run(["bash", str(root / "source" / "run_autograder")], check=True, env=env, capture_output=True,
                    timeout=300)
     doc = json.loads((root / "results" / "results.json").read_text())
     assert doc["score"] == 0.0 and [t["max_score"] for t in doc["tests"]] == [2.0]
     assert "says it is chapter 05" in doc["output"] and "05.MultiHeadSelfAttention" in doc["output"]
+    assert "stuck.ipynb: a FIFO, not a regular file" in doc["output"] and doc["output_format"] == "text"
 
 
 def test_collect_never_passes_the_assignments_maximum(tmp_path):
+    from mhsa_ref.grader.gradescope import collect
+
     out = tmp_path / "out"
     forged = {"score": 6.0, "output": "", "tests": [], "extra_data": {"chapter": "05"}}
     over = {"score": 9.0, "output": "", "tests": [], "extra_data": {"chapter": "02"}}
@@ -529,6 +584,8 @@ def test_collect_never_passes_the_assignments_maximum(tmp_path):
 
 
 def test_gradescope_json_of_a_configured_chapter_result():
+    from mhsa_ref.grader.gradescope import gradescope_json
+
     from mhsa_ref.grader.results import SubmissionResult
 
     r = SubmissionResult("x.ipynb", HOSTILE_TEXT, "02", 0.0, 2.0, error=HOSTILE_TEXT, isolation="namespaces")

@@ -38,8 +38,8 @@ def main(argv: list[str] | None = None) -> int:
                         "whatever its metadata or name says (without it each notebook's metadata or name "
                         "suggests its chapter, and the results say so)")
     parser.add_argument("--root", help="the class folder: students are the folders (or .ipynb files) directly "
-                        "under it, or under its submitted/ (nbgrader) (default: the deepest folder holding "
-                        "every argument)")
+                        "under it, or under its submitted/ (nbgrader) (default: each folder argument; file "
+                        "arguments share the deepest folder holding them all)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     args = parser.parse_args(argv)
     _prestart(args)

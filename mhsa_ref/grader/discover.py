@@ -74,8 +74,11 @@ def scan(paths: list[str | Path], root: str | Path | None = None) -> Discovery:
             raise FileNotFoundError(f"--root: no such folder: {root}")
     # Without --root, each folder argument is a class root of its own, and the file arguments
     # (``class/*/*.ipynb``, expanded by the shell) share the deepest folder that holds them all.
+    # Their common folder is taken as written, then resolved: resolving each file first would let
+    # one student's link to /etc widen the root to / and rename every other student.
     files = [a for a in args if not os.path.isdir(a)]
-    files_root = Path(os.path.commonpath([os.path.dirname(os.path.realpath(a)) for a in files])) if files else None
+    files_root = (Path(os.path.realpath(os.path.commonpath([os.path.dirname(os.path.abspath(a)) for a in files])))
+                  if files else None)
     found = Discovery()
     seen: set[str] = set()
 
@@ -96,7 +99,12 @@ def scan(paths: list[str | Path], root: str | Path | None = None) -> Discovery:
 
     for arg in args:
         info = os.lstat(arg)
-        if os.path.isdir(arg):  # a folder, or the instructor's own link to one
+        if stat.S_ISLNK(info.st_mode) and os.path.isdir(arg) and root is None and len(args) > 1:
+            # Among several arguments (the shell's class/*), a link may be a student's: followed
+            # only when it is the class root itself (the only argument, or inside --root).
+            found.skipped.append(Skipped(shown(arg), "a symbolic link to a folder (name the folder itself, "
+                                                     "or give --root)"))
+        elif os.path.isdir(arg):  # a folder, or the instructor's own link to one
             top = Path(os.path.realpath(arg))
             _walk(top, arg, lambda p, r=root or top: add(p, r), found.skipped)
         elif stat.S_ISREG(info.st_mode):
@@ -175,6 +183,7 @@ class ChapterChoice:
     chapter: str | None
     source: str  # CONFIGURED, METADATA or FILE_NAME ("" when undecided)
     note: str = ""  # a disagreement worth telling the instructor and the learner
+    claims: tuple[str, ...] = ()  # other chapters the notebook says it is (against the configured one)
 
 
 def chapter_of(nb: Any, path: Path, known: set[str], configured: str | None = None) -> ChapterChoice:
@@ -189,7 +198,7 @@ def chapter_of(nb: Any, path: Path, known: set[str], configured: str | None = No
         claims = sorted({c for c in (meta, named) if c and c != configured})
         note = (f"this notebook says it is chapter {' / '.join(claims)}; it was graded as chapter {configured}, "
                 "the assignment's chapter") if claims else ""
-        return ChapterChoice(configured if configured in known else None, CONFIGURED, note)
+        return ChapterChoice(configured if configured in known else None, CONFIGURED, note, tuple(claims))
     if meta and named and meta != named:
         return ChapterChoice(None, "", f"its metadata says chapter {meta} but its file name says chapter {named}")
     if meta:

@@ -9,6 +9,7 @@ reported, so the grader runs what the exercises need and the learner can see wha
 from __future__ import annotations
 
 import ast
+import functools
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,19 +32,23 @@ class ExtractLimits:
 
     Extraction runs beside the grader on input a student wrote, so every step is linear in these
     and the whole is under a deadline: a notebook beyond them is one ``error`` row, never a stall.
-    The sizes are far above any chapter's (a solved notebook with its figures is ~1 MB, ~100
-    cells, ~1,500 source lines, nesting depth ~20).
+    The sizes are 20-30 times any chapter's (the largest solved notebook: 57 cells, 443 lines and
+    18 KB of code, nesting depth 18) and keep the worst notebook within them to a few seconds.
     """
 
     notebook_bytes: int = 50 << 20  # the .ipynb file, outputs (figures) included
-    cells: int = 2_000
-    source_bytes: int = 2 << 20  # all code cells together
-    source_lines: int = 40_000
+    # JSON values, counted by their separating commas: memory is per value (~75 bytes each), not
+    # per byte, and 50 MB of tiny values parsed to 0.5 GB in the trusted process. A figure is one
+    # value (a base64 string); 2 million leaves room for any real notebook's outputs.
+    json_values: int = 2_000_000
+    cells: int = 1_000
+    source_bytes: int = 1 << 20  # all code cells together
+    source_lines: int = 10_000
     depth: int = 100  # of the syntax tree (deeper code is refused before anything recurses on it)
     # IPython's reader costs (commands) x (lines) per cell: magics in a cell of a few hundred lines
     # are fine, thousands of `x?` lines are not (``_without_ipython``).
     ipython_work: int = 20_000
-    seconds: float = 20.0  # wall clock for reading and extracting one notebook
+    seconds: float = 10.0  # wall clock for reading and extracting one notebook
 
 
 LIMITS = ExtractLimits()
@@ -76,6 +81,9 @@ def parse_notebook(data: bytes, limits: ExtractLimits = LIMITS) -> Any:
     """The notebook in ``data``, its cells counted before nbformat reads (and validates) them."""
     import json
 
+    if data.count(b",") > limits.json_values:
+        raise NotebookRefused(f"the notebook holds more than {limits.json_values:,} JSON values; "
+                              "the grader reads at most that many (clear the outputs and save again)")
     try:
         raw = json.loads(data)
     except RecursionError:  # JSON nested thousands deep
@@ -106,7 +114,9 @@ def extract(nb: Any, limits: ExtractLimits = LIMITS, deadline: float | None = No
     if len(nb.cells) > limits.cells:
         raise NotebookRefused(f"the notebook has {len(nb.cells)} cells; the grader reads at most {limits.cells}")
     total_bytes = sum(len(str(c.source).encode()) for _, c in cells)
-    total_lines = sum(str(c.source).count("\n") + 1 for _, c in cells)
+    # Lines as str.splitlines counts them (also \r, \f, U+2028...), a superset of what IPython's
+    # reader and the tokenizer take for a line break.
+    total_lines = sum(len(str(c.source).splitlines()) + 1 for _, c in cells)
     if total_bytes > limits.source_bytes:
         raise NotebookRefused(f"the notebook's code is {total_bytes:,} bytes; the grader reads at most "
                               f"{limits.source_bytes:,}")
@@ -257,7 +267,7 @@ def _without_ipython(source: str, max_work: int = 20_000) -> str | None:
         return source  # already Python: IPython's commands are never valid Python
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         pass
-    lines = source.split("\n")
+    lines = source.splitlines() or [""]
     candidates = sum(1 for line in lines if "%" in line or "!" in line or "?" in line)
     if (candidates + 1) * len(lines) > max_work:
         raise _TooMuchIPython(f"too much IPython syntax to read ({candidates} lines with %, ! or ? "
@@ -308,6 +318,12 @@ def _why_dropped(node: ast.stmt, defined: set[str], lost: set[str]) -> str | Non
     return next((text for cls, text in kind.items() if isinstance(node, cls)), f"a `{type(node).__name__}` statement")
 
 
+@functools.lru_cache(maxsize=2)
+def _parsed(code: str) -> ast.Module:
+    """The extracted code's tree, parsed once for every static check of a notebook (read only)."""
+    return ast.parse(code)
+
+
 def forbidden_uses(code: str, function: str, forbidden: tuple[str, ...]) -> list[str]:
     """Forbidden names that ``function`` (or a notebook function it calls) refers to.
 
@@ -315,7 +331,7 @@ def forbidden_uses(code: str, function: str, forbidden: tuple[str, ...]) -> list
     ``F.softmax`` the name ``torch.nn.functional.softmax``). Any use of ``mhsa_ref`` besides the
     stand-in names, and dynamic code (``eval``, ``__import__``, ...), count as forbidden too.
     """
-    tree = ast.parse(code)
+    tree = _parsed(code)
     aliases: dict[str, str] = {}
     functions: dict[str, ast.AST] = {}
     for node in tree.body:
@@ -390,7 +406,7 @@ def _dotted(node: ast.AST) -> str | None:
 
 def calls_function(code: str, caller: str, callee: str) -> bool:
     """Does ``caller`` (a top-level def in ``code``) refer to ``callee`` by name?"""
-    for node in ast.parse(code).body:
+    for node in _parsed(code).body:
         if isinstance(node, (ast.FunctionDef, ast.ClassDef)) and node.name == caller:
             return any(isinstance(n, ast.Name) and n.id == callee for n in ast.walk(node))
     return False

@@ -48,9 +48,13 @@ def grade_notebook(path: Path, student: str, seed: int, limits: Limits = Limits(
     if choice.note:
         result.notes.append(choice.note)
     if result.chapter is None:
-        result.error = (f"cannot tell which chapter this notebook is: {choice.note} (pass --chapter NN)" if choice.note
-                        else "cannot tell which chapter this notebook is: no mhsa_ref metadata and no "
-                             "chapter number in its name (pass --chapter NN)")
+        if chapter is not None:
+            result.chapter, result.error = chapter, f"chapter {chapter} has no exercises to grade"
+        elif choice.note:
+            result.error = f"cannot tell which chapter this notebook is: {choice.note} (pass --chapter NN)"
+        else:
+            result.error = ("cannot tell which chapter this notebook is: no mhsa_ref metadata and no "
+                            "chapter number in its name (pass --chapter NN)")
         return result
     chapter_exercises = exercises.for_chapter(result.chapter)
     result.max_score = sum(ex.points for ex in chapter_exercises)
@@ -63,7 +67,7 @@ def grade_notebook(path: Path, student: str, seed: int, limits: Limits = Limits(
         result.error = f"cannot read the notebook's code: {type(exc).__name__}: {str(exc)[:300]}"
         return result
     result.dropped = extracted.dropped
-    result.other_chapter_exercises = _other_chapters(extracted.defined, result.chapter)
+    result.other_chapter_exercises = _other_chapters(extracted.defined, result.chapter, choice.claims)
     cases = [ex.cases(seed) for ex in chapter_exercises]
     report = run_submission(extracted.code, shown(path.name), chapter_exercises, cases, limits)
     result.isolation = report.isolation
@@ -79,11 +83,13 @@ def grade_notebook(path: Path, student: str, seed: int, limits: Limits = Limits(
     return result
 
 
-def _other_chapters(defined: set[str], chapter: str) -> list[str]:
-    """Exercises of other chapters that the notebook defines (they earn nothing in this one)."""
+def _other_chapters(defined: set[str], chapter: str, claims: tuple[str, ...]) -> list[str]:
+    """Exercises of other chapters that the notebook defines, which earn nothing in this one: of
+    a later chapter, or of the chapter the notebook claims to be. (An earlier chapter's function,
+    such as chapter 01's softmax in chapter 02, is a helper the chapter builds on, not a claim.)"""
     own = {ex.name for ex in exercises.for_chapter(chapter)}
     return sorted(ex.id for ex in exercises.REGISTRY.values()
-                  if ex.chapter != chapter and ex.name in defined and ex.name not in own)
+                  if ex.name in defined and ex.name not in own and (ex.chapter > chapter or ex.chapter in claims))
 
 
 def _verdict(ex, cases, run, extracted, seed) -> ExerciseResult:

@@ -129,8 +129,9 @@ def summary_chart(counts: Counter, n_students: int, path: Path) -> bool:
 
 
 def write(batch: BatchResults, out: Path) -> None:
-    text, counts = summary(batch.submissions, batch)
+    results = batch.submissions
+    text, counts = summary(results, batch)
     write_atomically(out / "summary.md", text)
-    students = len({r.student for r in batch.submissions})
+    students = len({r.student for r in results})
     if students > 1:  # a chart of one student says nothing, and drawing it costs most of a one-notebook run
         summary_chart(counts, students, out / "summary.png")
