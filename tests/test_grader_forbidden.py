@@ -228,6 +228,13 @@ CH06_ATTACKS = {
     "decomposition": ("", "torch._decomp.decomposition_table[getattr(torch.ops.aten, _NATIVE).default]" + ARGS),
     "default_argument": (", _ln=getattr(torch, _LN)", "_ln" + ARGS),
     "no_grad_inference": ("", "torch.inference_mode()(lambda: getattr(torch.ops.aten, _LN)" + ARGS + ".clone())()"),
+    # Other normalizations that are layer norm in one line.
+    "rms_norm_centred": ("", "getattr(F, 'rms_' + 'norm')(t(x) - t(x).mean(-1, keepdim=True), [x.shape[-1]], "
+                             "eps=eps) * t(gamma) + t(beta)"),
+    "batch_norm_transposed": ("", "(getattr(F, 'batch_' + 'norm')(t(x).reshape(-1, x.shape[-1]).T, None, None, "
+                                  "training=True, eps=eps).T.reshape(x.shape) * t(gamma) + t(beta))"),
+    "group_norm_one_group": ("", "getattr(F, 'group_' + 'norm')(t(x).reshape(-1, 1, x.shape[-1]), 1, eps=eps)"
+                                 ".reshape(x.shape) * t(gamma) + t(beta)"),
 }
 
 

@@ -105,6 +105,8 @@ def forbid(names: list[str], packages: tuple[str, ...]) -> list[str]:
             files |= _remove_function(target, dotted)
         elif type(target).__name__ == "builtin_function_or_method" and dotted.startswith("torch."):
             ops.add(target.__name__)
+        elif dotted.startswith("torch.ops.aten."):  # an operator with no function of its own
+            ops.add(dotted.rsplit(".", 1)[1])
     if ops:
         files |= _remove_operators(sorted(ops))
     if files:
