@@ -197,6 +197,41 @@ CH05_ATTACKS = {
                                       ".forward.__func__.__globals__['F'].__dict__[_NAME]", ""),
 }
 
+# PyTorch holds a second MultiheadAttention, written in Python, in torch.ao (for quantization).
+CH05_AO = '''
+import torch.ao.nn.quantizable as _q
+
+@exercise
+class MultiHeadSelfAttention(nn.Module):
+    def __init__(self, d_model, num_heads, bias=True, dropout=0.0):
+        super().__init__()
+        if d_model % num_heads:
+            raise ValueError(f"d_model={d_model} is not divisible by num_heads={num_heads}")
+        self.d_model, self.num_heads = d_model, num_heads
+        self.W_q = nn.Linear(d_model, d_model, bias=bias)
+        self.W_k = nn.Linear(d_model, d_model, bias=bias)
+        self.W_v = nn.Linear(d_model, d_model, bias=bias)
+        self.W_o = nn.Linear(d_model, d_model, bias=bias)
+
+    def forward(self, x, mask=None):
+        B, L, d = x.shape
+        h = self.num_heads
+        m = getattr(_q, "Multihead" + "Attention")(d, h, bias=self.W_q.bias is not None)
+        m.linear_Q, m.linear_K, m.linear_V, m.out_proj = self.W_q, self.W_k, self.W_v, self.W_o
+        attn_mask = no_key = None
+        if mask is not None:
+            mm = torch.broadcast_to(mask, (B, h, L, L))
+            has_key = mm.any(-1, keepdim=True)
+            no_key = ~has_key.any(1)
+            attn_mask = (~(mm | ~has_key)).reshape(B * h, L, L)
+        xt = x.transpose(0, 1)
+        out = getattr(m, "_forward" + "_impl")(xt, xt, xt, attn_mask=attn_mask, need_weights=False)[0].transpose(0, 1)
+        if no_key is not None:
+            rest = self.W_o.bias if self.W_o.bias is not None else torch.zeros_like(out)
+            out = torch.where(no_key, rest, out)
+        return out
+'''
+
 # ---- chapter 06: layer_norm through PyTorch's internal operators -------------------------------
 
 CH06_IMPORTS = '''
@@ -276,6 +311,11 @@ def test_ch05_multi_head_attention_forward_is_gone(tmp_path: Path, name: str) ->
     result = _grade(tmp_path, name, cells, "05")
     # A re-import or a re-run of the module's source finds its file empty: the removed function
     # stays removed.
+    _refused(result["05.MultiHeadSelfAttention"], forbidden_expected=True)
+
+
+def test_ch05_the_second_multihead_attention_is_gone(tmp_path: Path) -> None:
+    result = _grade(tmp_path, "ao", [CH05_IMPORTS, CH05_AO, CH05_OWN_CONVERTER], "05")
     _refused(result["05.MultiHeadSelfAttention"], forbidden_expected=True)
 
 

@@ -230,6 +230,7 @@ TRANSFORMER_BLOCK = Exercise(
         "torch._transformer_encoder_layer_fwd",  # the layer's fused forward, callable on its own
         "torch.nn.MultiheadAttention",
         "torch.nn.functional.multi_head_attention_forward",
+        "torch.ao.nn.quantizable.MultiheadAttention",  # a second MultiheadAttention, in Python
         "mhsa_ref",
     ),
     dtype="float32",
