@@ -129,6 +129,11 @@ def _without_ipython(source: str) -> str | None:
         return None
     if not any(c in source for c in "%!?"):
         return source  # nothing IPython would change (and importing IPython costs time)
+    try:  # valid Python (a `%` that is a modulo, a `?` in a comment): nothing for IPython either
+        ast.parse(source)
+        return source
+    except (SyntaxError, ValueError):
+        pass
     from IPython.core.inputtransformer2 import TransformerManager
 
     try:
