@@ -263,6 +263,10 @@ CH06_ATTACKS = {
     "decomposition": ("", "torch._decomp.decomposition_table[getattr(torch.ops.aten, _NATIVE).default]" + ARGS),
     "default_argument": (", _ln=getattr(torch, _LN)", "_ln" + ARGS),
     "no_grad_inference": ("", "torch.inference_mode()(lambda: getattr(torch.ops.aten, _LN)" + ARGS + ".clone())()"),
+    # A nested tensor's kernel is registered under a dispatch key of its own.
+    "nested_tensor_inference": ("", "torch.inference_mode()(lambda: getattr(torch.ops.aten, _NATIVE)("
+                                    "torch.nested.nested_tensor([t(x).reshape(-1, x.shape[-1])]), [x.shape[-1]], "
+                                    "t(gamma), t(beta), eps)[0].unbind()[0].reshape(x.shape).clone())()"),
     # Other normalizations that are layer norm in one line.
     "rms_norm_centred": ("", "getattr(F, 'rms_' + 'norm')(t(x) - t(x).mean(-1, keepdim=True), [x.shape[-1]], "
                              "eps=eps) * t(gamma) + t(beta)"),

@@ -11,6 +11,7 @@ import builtins
 import importlib
 import linecache
 import os
+import re
 import types
 import warnings
 from typing import Any, BinaryIO
@@ -174,7 +175,7 @@ def _remove_operators(ops: list[str]) -> set[str]:
             overloads = [op] + [f"{op}.{o}" for o in (packet.overloads() if packet is not None else ())
                                 if o != "default"]  # e.g. native_layer_norm.out: an operator of its own
             for name in overloads:
-                for key in _KERNEL_KEYS:
+                for key in _KERNEL_KEYS + _registered_keys(torch, name):
                     try:
                         library.impl(name, key, kernel)
                     except RuntimeError:
@@ -186,6 +187,17 @@ def _remove_operators(ops: list[str]) -> set[str]:
     ctypes.pythonapi.Py_IncRef(ctypes.py_object(library))
     del library
     return files
+
+
+def _registered_keys(torch, name: str) -> tuple[str, ...]:
+    """Every dispatch key with a kernel of its own for ``aten::name`` (nested tensors, sparse,
+    quantized, ...): each gets the raising kernel too, or inference mode on a nested tensor
+    would still reach the real one."""
+    try:
+        table = torch._C._dispatch_dump(f"aten::{name}")
+    except (RuntimeError, AttributeError):
+        return ()
+    return tuple(re.findall(r"^(\w+): registered at", table, re.M))
 
 
 def _python_versions(torch, op: str) -> list:
