@@ -197,6 +197,41 @@ CH05_ATTACKS = {
                                       ".forward.__func__.__globals__['F'].__dict__[_NAME]", ""),
 }
 
+# PyTorch holds a second MultiheadAttention, written in Python, in torch.ao (for quantization).
+CH05_AO = '''
+import torch.ao.nn.quantizable as _q
+
+@exercise
+class MultiHeadSelfAttention(nn.Module):
+    def __init__(self, d_model, num_heads, bias=True, dropout=0.0):
+        super().__init__()
+        if d_model % num_heads:
+            raise ValueError(f"d_model={d_model} is not divisible by num_heads={num_heads}")
+        self.d_model, self.num_heads = d_model, num_heads
+        self.W_q = nn.Linear(d_model, d_model, bias=bias)
+        self.W_k = nn.Linear(d_model, d_model, bias=bias)
+        self.W_v = nn.Linear(d_model, d_model, bias=bias)
+        self.W_o = nn.Linear(d_model, d_model, bias=bias)
+
+    def forward(self, x, mask=None):
+        B, L, d = x.shape
+        h = self.num_heads
+        m = getattr(_q, "Multihead" + "Attention")(d, h, bias=self.W_q.bias is not None)
+        m.linear_Q, m.linear_K, m.linear_V, m.out_proj = self.W_q, self.W_k, self.W_v, self.W_o
+        attn_mask = no_key = None
+        if mask is not None:
+            mm = torch.broadcast_to(mask, (B, h, L, L))
+            has_key = mm.any(-1, keepdim=True)
+            no_key = ~has_key.any(1)
+            attn_mask = (~(mm | ~has_key)).reshape(B * h, L, L)
+        xt = x.transpose(0, 1)
+        out = getattr(m, "_forward" + "_impl")(xt, xt, xt, attn_mask=attn_mask, need_weights=False)[0].transpose(0, 1)
+        if no_key is not None:
+            rest = self.W_o.bias if self.W_o.bias is not None else torch.zeros_like(out)
+            out = torch.where(no_key, rest, out)
+        return out
+'''
+
 # ---- chapter 06: layer_norm through PyTorch's internal operators -------------------------------
 
 CH06_IMPORTS = '''
@@ -228,6 +263,17 @@ CH06_ATTACKS = {
     "decomposition": ("", "torch._decomp.decomposition_table[getattr(torch.ops.aten, _NATIVE).default]" + ARGS),
     "default_argument": (", _ln=getattr(torch, _LN)", "_ln" + ARGS),
     "no_grad_inference": ("", "torch.inference_mode()(lambda: getattr(torch.ops.aten, _LN)" + ARGS + ".clone())()"),
+    # A nested tensor's kernel is registered under a dispatch key of its own.
+    "nested_tensor_inference": ("", "torch.inference_mode()(lambda: getattr(torch.ops.aten, _NATIVE)("
+                                    "torch.nested.nested_tensor([t(x).reshape(-1, x.shape[-1])]), [x.shape[-1]], "
+                                    "t(gamma), t(beta), eps)[0].unbind()[0].reshape(x.shape).clone())()"),
+    # Other normalizations that are layer norm in one line.
+    "rms_norm_centred": ("", "getattr(F, 'rms_' + 'norm')(t(x) - t(x).mean(-1, keepdim=True), [x.shape[-1]], "
+                             "eps=eps) * t(gamma) + t(beta)"),
+    "batch_norm_transposed": ("", "(getattr(F, 'batch_' + 'norm')(t(x).reshape(-1, x.shape[-1]).T, None, None, "
+                                  "training=True, eps=eps).T.reshape(x.shape) * t(gamma) + t(beta))"),
+    "group_norm_one_group": ("", "getattr(F, 'group_' + 'norm')(t(x).reshape(-1, 1, x.shape[-1]), 1, eps=eps)"
+                                 ".reshape(x.shape) * t(gamma) + t(beta)"),
 }
 
 
@@ -269,6 +315,11 @@ def test_ch05_multi_head_attention_forward_is_gone(tmp_path: Path, name: str) ->
     result = _grade(tmp_path, name, cells, "05")
     # A re-import or a re-run of the module's source finds its file empty: the removed function
     # stays removed.
+    _refused(result["05.MultiHeadSelfAttention"], forbidden_expected=True)
+
+
+def test_ch05_the_second_multihead_attention_is_gone(tmp_path: Path) -> None:
+    result = _grade(tmp_path, "ao", [CH05_IMPORTS, CH05_AO, CH05_OWN_CONVERTER], "05")
     _refused(result["05.MultiHeadSelfAttention"], forbidden_expected=True)
 
 

@@ -195,7 +195,7 @@ def _grade(python: Path, notebook: Path, out: Path) -> dict:
 
 
 def _assert_found_nothing(sub: dict) -> None:
-    assert sub.get("isolation") == "namespaces", f"this test needs namespaces: {sub.get('isolation')}"
+    assert sub.get("isolation") == "namespaces", f"this test needs namespaces: {sub.get('isolation')}: {sub}"
     by_id = {e["id"]: e for e in sub["exercises"]}
     probe = by_id["01.softmax"]["feedback"]
     assert "PROBE " in probe, probe

@@ -153,7 +153,7 @@ class _Sandbox:
                 os.kill(self.pid, signal.SIGTERM)
             except (ProcessLookupError, PermissionError):
                 pass
-            end = time.monotonic() + 2.0
+            end = time.monotonic() + 5.0  # the outer process exits once every process inside is gone
             while self._poll(block=False) is None and time.monotonic() < end:
                 time.sleep(0.002)
         try:

@@ -206,6 +206,15 @@ def _build_root(root: str, files: dict[str, str], size_mb: int, packages: tuple[
             continue
         os.makedirs(target, exist_ok=True)
         _bind_readonly(path, target)
+    # This package and its repository, wherever they lie: empty even where a directory bound
+    # above holds them (a checkout under /usr/src, an install into /usr). Read-only at the end:
+    # a site directory inside (a virtual environment in the checkout) is placed in it below.
+    covered: list[str] = []
+    for f in sorted(_reference_dirs(), key=len):  # the repository covers the package inside it
+        if any(f == d or f.startswith(d + "/") for d in dirs) and not any(f.startswith(c + "/") for c in covered):
+            covered.append(f)
+    for folder in covered:
+        _mount("tmpfs", root + folder, "tmpfs", MS_NOSUID | MS_NODEV, "size=64k,nr_inodes=256,mode=0755")
     # Site directories: an empty, read-only one in place of each, holding only what the chapter
     # needs. No installed copy of the reference, no editable install's finder or path entry, no
     # repository folder is there to read, however the package was installed.
@@ -222,11 +231,6 @@ def _build_root(root: str, files: dict[str, str], size_mb: int, packages: tuple[
         else:
             open(target, "w").close()
         _bind_readonly(source, target)
-    # This package and its repository, wherever they lie: empty even where a system or Python
-    # directory bound above holds them (a checkout under /usr/src, an install into /usr).
-    for folder in _reference_dirs():
-        if os.path.isdir(root + folder):
-            _mount("tmpfs", root + folder, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV, "size=4k,nr_inodes=16,mode=0555")
     # The source of every removed function reads as empty: re-importing its module, or running
     # its file, cannot bring the function back.
     empty = root + "/opt/empty"
@@ -237,8 +241,8 @@ def _build_root(root: str, files: dict[str, str], size_mb: int, packages: tuple[
                                                          os.path.basename(path)[:-3] + ".*.pyc")):
             if os.path.isfile(root + candidate):
                 _bind_readonly(empty, root + candidate)
-    for site_dir in sites:
-        _mount(None, root + site_dir, None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV)
+    for folder in sites + covered:
+        _mount(None, root + folder, None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV)
     os.makedirs(root + "/dev")
     for name in DEVICES:
         open(root + "/dev/" + name, "w").close()

@@ -11,6 +11,7 @@ import builtins
 import importlib
 import linecache
 import os
+import re
 import types
 import warnings
 from typing import Any, BinaryIO
@@ -76,7 +77,7 @@ def forbid(names: list[str], packages: tuple[str, ...]) -> list[str]:
     Called before any learner code runs, so that nothing taken at load time (an alias, a default
     argument, a closure) holds a working copy:
 
-    - a Python function (or a class's ``forward``) gets code that raises, and so does every
+    - a Python function (or a class's ``forward`` and its helpers) gets code that raises, and so does every
       function it wraps (``__wrapped__``): all aliases share the one function object;
     - a built-in (``torch.layer_norm``, ``torch._native_multi_head_attention``) names an ATen
       operator: a kernel that raises replaces it under every dispatch key, so ``torch.ops.aten.*``,
@@ -97,14 +98,16 @@ def forbid(names: list[str], packages: tuple[str, ...]) -> list[str]:
         target = _resolve(dotted)
         if target is None:
             continue
-        if isinstance(target, type):
-            for attr in ("forward", "__call__"):
-                if attr in vars(target):
-                    files |= _remove_function(vars(target)[attr], dotted)
+        if isinstance(target, type):  # a module class: constructing it stays possible, running it not
+            for attr, value in list(vars(target).items()):
+                if "forward" in attr.lower() or attr == "__call__":  # forward, _forward_impl, ...
+                    files |= _remove_function(value, dotted)
         elif isinstance(target, types.FunctionType):
             files |= _remove_function(target, dotted)
         elif type(target).__name__ == "builtin_function_or_method" and dotted.startswith("torch."):
             ops.add(target.__name__)
+        elif dotted.startswith("torch.ops.aten."):  # an operator with no function of its own
+            ops.add(dotted.rsplit(".", 1)[1])
     if ops:
         files |= _remove_operators(sorted(ops))
     if files:
@@ -128,16 +131,16 @@ def _resolve(dotted: str):
 
 
 def _remove_function(fn, name: str) -> set[str]:
-    files = set()
+    """Remove ``fn`` and every function it wraps; return the file that defines the innermost
+    (the module whose re-import would define it again; a decorator's own file is left alone)."""
     seen = set()
+    filename = None
     while isinstance(fn, types.FunctionType) and id(fn) not in seen:
         seen.add(id(fn))
-        code = fn.__code__
-        if code.co_filename and os.path.isfile(code.co_filename):
-            files.add(os.path.realpath(code.co_filename))
-        fn.__code__ = _raising_code(FORBIDDEN + name, code.co_freevars)
+        filename = fn.__code__.co_filename
+        fn.__code__ = _raising_code(FORBIDDEN + name, fn.__code__.co_freevars)
         fn = getattr(fn, "__wrapped__", None)
-    return files
+    return {os.path.realpath(filename)} if filename and os.path.isfile(filename) else set()
 
 
 def _raising_code(message: str, freevars: tuple[str, ...]):
@@ -168,11 +171,15 @@ def _remove_operators(ops: list[str]) -> set[str]:
             def kernel(*args, __message=message, **kwargs):
                 raise RuntimeError(__message)
 
-            for key in _KERNEL_KEYS:
-                try:
-                    library.impl(op, key, kernel)
-                except RuntimeError:
-                    pass
+            packet = getattr(torch.ops.aten, op, None)
+            overloads = [op] + [f"{op}.{o}" for o in (packet.overloads() if packet is not None else ())
+                                if o != "default"]  # e.g. native_layer_norm.out: an operator of its own
+            for name in overloads:
+                for key in _KERNEL_KEYS + _registered_keys(torch, name):
+                    try:
+                        library.impl(name, key, kernel)
+                    except RuntimeError:
+                        pass
             for python_version in _python_versions(torch, op):
                 files |= _remove_function(python_version, f"torch.ops.aten.{op}")
     # Dropping the handle would undo the registrations: keep it alive with no Python reference
@@ -180,6 +187,17 @@ def _remove_operators(ops: list[str]) -> set[str]:
     ctypes.pythonapi.Py_IncRef(ctypes.py_object(library))
     del library
     return files
+
+
+def _registered_keys(torch, name: str) -> tuple[str, ...]:
+    """Every dispatch key with a kernel of its own for ``aten::name`` (nested tensors, sparse,
+    quantized, ...): each gets the raising kernel too, or inference mode on a nested tensor
+    would still reach the real one."""
+    try:
+        table = torch._C._dispatch_dump(f"aten::{name}")
+    except (RuntimeError, AttributeError):
+        return ()
+    return tuple(re.findall(r"^(\w+): registered at", table, re.M))
 
 
 def _python_versions(torch, op: str) -> list:

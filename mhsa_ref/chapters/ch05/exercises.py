@@ -137,6 +137,7 @@ MULTI_HEAD_SELF_ATTENTION = Exercise(
         "torch.nn.MultiheadAttention",
         "torch.nn.functional.multi_head_attention_forward",
         "torch._native_multi_head_attention",
+        "torch.ao.nn.quantizable.MultiheadAttention",  # a second MultiheadAttention, in Python
         "mhsa_ref",
     ),
     dtype="float32",
@@ -207,6 +208,7 @@ FROM_TORCH_MHA = Exercise(
     forbidden=(
         "torch.nn.functional.multi_head_attention_forward",
         "torch._native_multi_head_attention",
+        "torch.ao.nn.quantizable.MultiheadAttention",  # a second MultiheadAttention, in Python
         "mhsa_ref",
     ),
     uses=("05.MultiHeadSelfAttention",),

@@ -110,9 +110,17 @@ LAYER_NORM = Exercise(
         FLOAT32_OUTPUT,
         INPUT_MODIFIED,
     ),
-    # torch.native_layer_norm is what torch.layer_norm runs: the sandbox removes both.
+    # torch.native_layer_norm is what torch.layer_norm runs; the other normalizations are layer
+    # norm in one line (rms_norm of the centred input; group, instance or batch norm of a
+    # reshaped or transposed one). The sandbox removes them all, with their internal operators.
     forbidden=("torch.nn.functional.layer_norm", "torch.layer_norm", "torch.native_layer_norm", "torch.nn.LayerNorm",
-               "mhsa_ref"),
+               "torch.nn.functional.rms_norm", "torch.rms_norm", "torch._fused_rms_norm", "torch.nn.RMSNorm",
+               "torch.nn.functional.group_norm", "torch.group_norm", "torch.native_group_norm", "torch.nn.GroupNorm",
+               "torch.nn.functional.instance_norm", "torch.instance_norm",
+               "torch.nn.functional.batch_norm", "torch.batch_norm", "torch.native_batch_norm",
+               "torch._native_batch_norm_legit", "torch._native_batch_norm_legit_no_training",
+               "torch._batch_norm_impl_index", "torch.ops.aten._batch_norm_with_update",
+               "torch.ops.aten._batch_norm_no_update", "mhsa_ref"),
 )
 
 
@@ -222,6 +230,7 @@ TRANSFORMER_BLOCK = Exercise(
         "torch._transformer_encoder_layer_fwd",  # the layer's fused forward, callable on its own
         "torch.nn.MultiheadAttention",
         "torch.nn.functional.multi_head_attention_forward",
+        "torch.ao.nn.quantizable.MultiheadAttention",  # a second MultiheadAttention, in Python
         "mhsa_ref",
     ),
     dtype="float32",
