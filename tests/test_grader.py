@@ -831,3 +831,14 @@ def softmax(x, axis=-1):
     for feedback in (in_check.feedback, graded.feedback):
         assert words in feedback
         assert feedback.count(words.split(":")[0] + ":") == 1, feedback
+
+
+def test_summary_names_a_generic_diagnosis_in_words():
+    # A generic diagnosis id (mhsa_ref/diagnoses.py) is not a listed misconception; the class
+    # summary must still say what it means rather than print the bare id.
+    from mhsa_ref.grader.outputs.summary import _describe
+    from mhsa_ref import diagnoses
+
+    assert _describe("01.softmax", "ignores-argument:axis") == diagnoses.describe("ignores-argument:axis")
+    assert "axis" in _describe("01.softmax", "ignores-argument:axis")
+    assert _describe("01.softmax", "no-such-kind") == "no-such-kind"

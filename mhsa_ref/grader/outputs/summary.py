@@ -7,7 +7,7 @@ import re
 from collections import Counter
 from pathlib import Path
 
-from ... import exercises
+from ... import diagnoses, exercises
 from ...judge import COMMON_MISCONCEPTIONS
 from ...untrusted.outcome import STATUSES
 from ..results import BatchResults, SubmissionResult
@@ -100,8 +100,8 @@ def _describe(ex_id: str, mid: str) -> str:
     mis = (ex.misconception(mid) if ex else None)
     if mis is None:
         mis = COMMON_MISCONCEPTIONS.get(mid)
-    if mis is None:
-        return mid
+    if mis is None:  # a generic diagnosis (mhsa_ref/diagnoses.py), named by kind rather than listed
+        return diagnoses.describe(mid) or mid
     return re.split(r"(?<=[.:;])\s", mis.message, maxsplit=1)[0].rstrip(".:;")
 
 
