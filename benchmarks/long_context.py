@@ -12,10 +12,11 @@ for one head of width 64 in float64, L = 512 ... 8192 (or --max-L), and the rati
 Target: at L = 8192, online softmax with blocks of 256 peaks at least 20x lower than plain
 attention. Plain attention at L = 8192 needs about 2.5 GiB; lower --max-L on a small machine.
 
-PyTorch part (chapter 08, ``torch_part``): saved-for-backward bytes and forward + backward time
-of plain attention, recomputed attention and SDPA.
+PyTorch part (chapter 08, ``torch_part`` in benchmarks/long_context_torch.py): saved-for-backward
+bytes and forward + backward time of plain attention, recomputed attention and SDPA, on the CPU
+and on the GPU when there is one.
 
-    python benchmarks/long_context.py [--max-L 8192] [--block 256]
+    python benchmarks/long_context.py [--max-L 8192] [--block 256] [--max-len 4096] [--repeats 3]
 """
 
 from __future__ import annotations
@@ -66,20 +67,21 @@ def numpy_part(max_L: int = 8192, block: int = 256, d_h: int = 64, seed: int = 0
     return results
 
 
-def torch_part() -> None:
-    """Chapter 08's part: saved-for-backward bytes and forward + backward time of plain attention,
-    recomputed attention and SDPA (PyTorch, CPU, and GPU when present). Written with chapter 08."""
-    print("PyTorch part: not written yet (chapter 08)")
-
-
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--max-L", type=int, default=8192, help="longest sequence for the NumPy part")
     parser.add_argument("--block", type=int, default=256, help="chunk and block size for the NumPy part")
+    parser.add_argument("--max-len", type=int, default=4096, help="longest L on the CPU for the PyTorch part")
+    parser.add_argument("--repeats", type=int, default=3, help="timed repeats for the PyTorch part")
     args = parser.parse_args(argv)
     numpy_part(args.max_L, args.block)
     print()
-    torch_part()
+    try:  # the PyTorch half is optional: a NumPy-only install still gets the NumPy figures
+        from long_context_torch import torch_part
+    except ImportError as exc:
+        print(f"PyTorch part skipped: {exc}")
+        return
+    torch_part(tuple(n for n in (1024, 2048, 4096, 8192) if n <= args.max_len), 4, args.repeats)
 
 
 if __name__ == "__main__":
