@@ -446,7 +446,9 @@ def sandbox(plan_stream, result_fd: int) -> None:
         if not _enter_namespaces():
             raise OSError(ctypes.get_errno(), "namespaces refused")
         hidden = runner.forbid(forbidden, packages)
-        sys.path[:] = _build_root(plan["root"], FILES, limits["scratch_mb"], packages, hidden)
+        # The new root is built on a tmpfs mounted over this folder, in this mount namespace
+        # only: nothing is created on the host, and nothing is left there whatever happens.
+        sys.path[:] = _build_root(HERE, FILES, limits["scratch_mb"], packages, hidden)
         isolation = "namespaces"
     except OSError as exc:
         # Namespaces refused (e.g. a container without CAP_SYS_ADMIN): run in a private
@@ -454,6 +456,7 @@ def sandbox(plan_stream, result_fd: int) -> None:
         if os.getpid() == 1:  # namespaces half made: never run unisolated inside them
             protocol.write_frame(out, {"type": "fatal", "nonce": plan["nonce"], "error": str(exc)})
             _exit(3)
+        os.makedirs(plan["root"], mode=0o755)  # the grader removes it afterwards
         lib = os.path.join(plan["root"], "lib")
         _install_library(lib, FILES)
         scratch = os.path.join(plan["root"], "scratch")
