@@ -338,3 +338,13 @@ def test_solutions_still_pass_with_forbidden_calls_removed(chapter: str) -> None
     path = next((ROOT / "solutions").glob(f"{chapter}_*.ipynb"))
     result = grade_notebook(path, "solution", SEED, LIMITS).to_json()
     assert [e["status"] for e in result["exercises"]] == ["passed"] * len(result["exercises"]), result
+
+
+def test_an_unused_import_of_an_absent_package_accuses_nobody(tmp_path: Path) -> None:
+    """`import torch` in a NumPy chapter fails in its sandbox; only an exercise that then needs
+    it is `forbidden`, and one failing for its own reasons keeps its own error."""
+    own_bug = CH01_SOFTMAX + "import torch\n\n@exercise\ndef scaled_dot_product_attention(Q, K, V, mask=None):\n" \
+                             "    raise ValueError('my own bug')\n"
+    result = _grade(tmp_path, "own_bug", [own_bug], "01")
+    sdpa = result["01.scaled_dot_product_attention"]
+    assert sdpa["status"] == "error" and "my own bug" in sdpa["feedback"], sdpa

@@ -9,6 +9,7 @@ or a crash costs only the exercise it happened in.
 
 from __future__ import annotations
 
+import ast
 import os
 import queue
 import re
@@ -180,8 +181,9 @@ def _kill_uid(uid: int) -> None:
 def _one_process(code, filename, specs, blobs, cases, start, stop, limits, report, packages) -> int:
     """Run exercises ``start`` to ``stop`` in one sandbox; return where the next sandbox should begin."""
     nonce = secrets.token_hex(16)
-    root = tempfile.mkdtemp(prefix="mhsa-sandbox-")
-    os.chmod(root, 0o755)
+    # Only a sandbox without namespaces creates this folder (with them, nothing of it is on the
+    # host's disk, so even a grader killed mid-run leaves nothing behind); removed at the end.
+    root = os.path.join(tempfile.gettempdir(), f"mhsa-sandbox-{secrets.token_hex(8)}")
     n = stop
     plan = {"nonce": nonce, "code": code, "filename": filename, "exercises": specs, "start": start, "stop": stop,
             "root": root, "uid": 100000 + secrets.randbelow(50000), "packages": list(packages),
@@ -267,7 +269,7 @@ def _one_process(code, filename, specs, blobs, cases, start, stop, limits, repor
                     raise protocol.ProtocolError("an exercise ended without all its cases")
                 run.finished = True
                 run.forbidden_calls = (run.forbidden_calls + _absent_forbidden(
-                    report.load_problems, run.outcomes, specs[running]["forbidden"], packages))[:20]
+                    code, run.outcomes, specs[running]["forbidden"], packages))[:20]
                 done, running = running, None
                 deadline = time.monotonic() + limits.timeout_s
             elif t == "finished" and running is None and done == n - 1:
@@ -284,16 +286,33 @@ def _one_process(code, filename, specs, blobs, cases, start, stop, limits, repor
         shutil.rmtree(root, ignore_errors=True)
 
 
-def _absent_forbidden(load_problems: list[str], outcomes: list[Outcome], forbidden: list[str],
+def _absent_forbidden(code: str, outcomes: list[Outcome], forbidden: list[str],
                       packages: tuple[str, ...]) -> list[str]:
     """Packages an exercise forbids calls from, which the sandbox does not hold, and which the
-    code failed for want of (``import torch`` in a NumPy chapter): the exercise used what it
-    forbids, and is told so rather than shown a bare import error."""
-    if not any(o.ending == ERROR for o in outcomes):
+    exercise's own calls failed for want of: an import of one inside the function, or a name
+    that a failed import of one would have bound (``import torch`` in a NumPy chapter). The
+    exercise used what it forbids, and is told so rather than shown a bare import error; an
+    unused import elsewhere in the notebook accuses nobody."""
+    absent = {n.split(".")[0] for n in forbidden} - set(packages)
+    errors = [o.error or "" for o in outcomes if o.ending == ERROR]
+    if not absent or not errors:
         return []
-    texts = load_problems + [o.error or "" for o in outcomes]
-    wanted = {m.split(".")[0] for t in texts for m in re.findall(r"No module named '([\w.]+)'", t)}
-    return sorted(p for p in wanted - set(packages) if any(n.split(".")[0] == p for n in forbidden))
+    used = {m.split(".")[0] for e in errors for m in re.findall(r"No module named '([\w.]+)'", e)}
+    missing_names = {m for e in errors for m in re.findall(r"NameError: name '(\w+)' is not defined", e)}
+    if missing_names:
+        try:
+            tree = ast.parse(code)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            tree = None
+        for node in ast.walk(tree) if tree is not None else ():
+            if isinstance(node, ast.Import):
+                pairs = [(a.name, a.asname or a.name.split(".")[0]) for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                pairs = [(node.module, a.asname or a.name) for a in node.names]
+            else:
+                continue
+            used |= {module.split(".")[0] for module, bound in pairs if bound in missing_names}
+    return sorted(used & absent)
 
 
 def _read(stream, nonce: str, frames: queue.Queue) -> None:

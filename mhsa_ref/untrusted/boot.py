@@ -3,15 +3,21 @@
 Run as ``python -I -B boot.py RESULT_FD`` with the plan on stdin, or as a zygote (see ``zygote``).
 A sandbox isolates itself in the order Linux allows it:
 
-1. new mount, network, PID, IPC and UTS namespaces (plus a user namespace when not root);
-2. a fresh tmpfs root holding only the system and Python directories, read-only, a stand-in
-   ``mhsa_ref`` without reference code, and a writable /scratch; the old root is detached,
-   so no path leads to the reference, the solutions, the grader's output or other students;
-3. an unprivileged uid when started as root, otherwise every capability dropped;
-4. limits on address space, CPU time, processes, file size and open files.
+1. new mount, network, PID, IPC and UTS namespaces (plus a user namespace when not root); the
+   process that learner code runs in is the PID namespace's init, and the outer process,
+   which no learner code can reach, kills it (and with it everything inside) when told to;
+2. what the exercises forbid removed from the installed packages (``runner.forbid``);
+3. a fresh tmpfs root holding the system directories and Python's standard library, read-only,
+   site directories rebuilt with only the chapter's packages, a stand-in ``mhsa_ref`` without
+   reference code, and a writable /scratch; the package's own folder and repository hidden
+   wherever they are; the old root detached, so no path leads to the reference, the
+   solutions, the grader's output or other students;
+4. an unprivileged uid when started as root, otherwise every capability dropped;
+5. limits on address space, CPU time, threads, file size and open files, and a seccomp filter
+   that refuses a second process: the limits hold for the submission as a whole.
 
-Where namespaces are refused (some containers), the run continues with whatever of 3 and 4 is
-possible, and reports the weaker isolation so that the results say so.
+Where namespaces are refused (some containers), the run continues with whatever of 2, 4 and 5
+is possible, and reports the weaker isolation so that the results say so.
 """
 
 from __future__ import annotations
@@ -440,7 +446,9 @@ def sandbox(plan_stream, result_fd: int) -> None:
         if not _enter_namespaces():
             raise OSError(ctypes.get_errno(), "namespaces refused")
         hidden = runner.forbid(forbidden, packages)
-        sys.path[:] = _build_root(plan["root"], FILES, limits["scratch_mb"], packages, hidden)
+        # The new root is built on a tmpfs mounted over this folder, in this mount namespace
+        # only: nothing is created on the host, and nothing is left there whatever happens.
+        sys.path[:] = _build_root(HERE, FILES, limits["scratch_mb"], packages, hidden)
         isolation = "namespaces"
     except OSError as exc:
         # Namespaces refused (e.g. a container without CAP_SYS_ADMIN): run in a private
@@ -448,6 +456,7 @@ def sandbox(plan_stream, result_fd: int) -> None:
         if os.getpid() == 1:  # namespaces half made: never run unisolated inside them
             protocol.write_frame(out, {"type": "fatal", "nonce": plan["nonce"], "error": str(exc)})
             _exit(3)
+        os.makedirs(plan["root"], mode=0o755)  # the grader removes it afterwards
         lib = os.path.join(plan["root"], "lib")
         _install_library(lib, FILES)
         scratch = os.path.join(plan["root"], "scratch")

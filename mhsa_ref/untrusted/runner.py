@@ -1,7 +1,8 @@
 """Runs a learner's extracted code inside the sandbox and streams what each call did.
 
-Everything here runs after isolation, in the same process as untrusted code, so nothing here is
-trusted by the judge: the runner only reports arrays and exception names, and the judge decides.
+Everything here runs in the same process as untrusted code, so nothing here is trusted by the
+judge: the runner only reports arrays and exception names, and the judge decides. ``forbid``
+runs first, before isolation and before any learner code, to remove what the exercises forbid.
 """
 
 from __future__ import annotations
