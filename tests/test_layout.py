@@ -72,3 +72,23 @@ def test_code_outside_the_chapters_names_no_chapter():
     for path in outside:
         found = re.findall(r"chapters\.ch\d\d|\bch\d\d\b", path.read_text())
         assert not found, f"{path.relative_to(ROOT)} names {found}"
+
+
+def test_bibliography_parses_and_holds_every_cited_key():
+    # A merge once left an entry unclosed: only the slow book build noticed. Parse it here, and
+    # check every {cite} key the chapters and the front page use is defined exactly once.
+    import re
+
+    from pybtex.database import parse_file
+
+    root = ROOT
+    bib = root / "book" / "references.bib"
+    keys = re.findall(r"(?m)^@\w+\{([^,\s]+),", bib.read_text())
+    assert len(keys) == len(set(keys)), "a key is defined twice in book/references.bib"
+    assert set(parse_file(str(bib)).entries) == set(keys)
+    cited = set()
+    for path in [*sorted((root / "solutions").glob("*.ipynb")), root / "book" / "intro.md"]:
+        for group in re.findall(r"\{cite[a-z:]*\}`([^`]+)`", path.read_text()):
+            cited.update(k.strip() for k in group.split(","))
+    assert cited, "no citation found: the pattern no longer matches how chapters cite"
+    assert not cited - set(keys), f"cited but not in references.bib: {sorted(cited - set(keys))}"
