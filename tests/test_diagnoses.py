@@ -24,6 +24,7 @@ from hypothesis.extra import numpy as hnp
 
 from mhsa_ref import chapters, diagnoses, exercises
 from mhsa_ref.checks import evaluate, format_verdict
+from mhsa_ref.diagnoses.output_relations import RELATIONS
 from mhsa_ref.judge import call, judge
 from mhsa_ref.spec import Case, Exercise
 from mhsa_ref.untrusted.outcome import Outcome
@@ -324,7 +325,7 @@ def test_each_diagnosis_names_an_implementation_written_for_it(exercise_id, fn, 
 def test_every_diagnosis_kind_is_proven_here():
     kinds = {p[2].split(":")[0] for p in NUMPY_CASES} | {k for k in MODULE_KINDS}
     assert kinds == set(diagnoses.KINDS), sorted(set(diagnoses.KINDS) ^ kinds)
-    assert {kind for kind, _ in diagnoses.RELATIONS} <= set(diagnoses.KINDS)
+    assert {kind for kind, _ in RELATIONS} <= set(diagnoses.KINDS)
     assert diagnoses.describe("ignores-argument:mask") == "ignores an argument (the detail names it) (mask)"
     assert diagnoses.describe("sdpa-missing-scale") is None
 

@@ -834,7 +834,7 @@ def softmax(x, axis=-1):
 
 
 def test_summary_names_a_generic_diagnosis_in_words():
-    # A generic diagnosis id (mhsa_ref/diagnoses.py) is not a listed misconception; the class
+    # A generic diagnosis id (mhsa_ref/diagnoses/) is not a listed misconception; the class
     # summary must still say what it means rather than print the bare id.
     from mhsa_ref.grader.outputs.summary import _describe
     from mhsa_ref import diagnoses

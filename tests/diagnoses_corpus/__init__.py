@@ -2,7 +2,7 @@
 
 Each ``chNN.BUGS`` lists ``(exercise id, wrong implementation)``. They were written as learners
 write them, independently of the misconception variants in ``mhsa_ref/chapters/*/exercises.py``
-and of ``mhsa_ref/diagnoses.py`` (several are bugs no diagnosis was designed for), so the share
+and of ``mhsa_ref/diagnoses/`` (several are bugs no diagnosis was designed for), so the share
 of them that the judge names is a fair measure of how far its diagnoses generalize.
 ``measure()`` runs them through ``check``'s own path (``mhsa_ref.checks.evaluate``).
 """

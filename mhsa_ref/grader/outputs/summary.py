@@ -100,7 +100,7 @@ def _describe(ex_id: str, mid: str) -> str:
     mis = (ex.misconception(mid) if ex else None)
     if mis is None:
         mis = COMMON_MISCONCEPTIONS.get(mid)
-    if mis is None:  # a generic diagnosis (mhsa_ref/diagnoses.py), named by kind rather than listed
+    if mis is None:  # a generic diagnosis (mhsa_ref/diagnoses/), named by kind rather than listed
         return diagnoses.describe(mid) or mid
     return re.split(r"(?<=[.:;])\s", mis.message, maxsplit=1)[0].rstrip(".:;")
 

@@ -1,0 +1,96 @@
+"""Generic diagnoses: name a mistake from how the learner's outputs relate to the right ones.
+
+A listed misconception (``spec.Misconception``) names a mistake when the learner's outcomes
+agree with one of its wrong implementations. The diagnoses here need no wrong implementation:
+they look at the learner's outputs beside the reference's, on the same cases, and recognise a
+relation that holds whatever code produced it:
+
+- the outputs equal what the *reference* gives with one argument changed (left at its
+  default, inverted, replaced by another argument, by zeros, ones, the identity or its
+  transpose): that argument is ignored or confused ("ignores `mask`");
+- a module's parameter gets no gradient (never used), or the output is right and a gradient
+  is not (something is detached);
+- one output is a transformation of the right one: the outputs in another order, another dtype,
+  NaN exactly where the answer is 0, True and False swapped, axes permuted or a reshape where a
+  transpose was needed, an axis averaged away, slices along an axis misplaced, the sign flipped,
+  a constant factor, an argument added;
+- the right one is a distribution along an axis and the learner's is its log, the scores before
+  the softmax, unnormalized, normalized along another axis, or the softmax of rescaled scores;
+- errors only on a matrix's diagonal or only off it, or only in the last digits;
+- right exactly when an argument is at its default and wrong when it is not.
+
+Which diagnoses apply is decided from the exercise's spec (its reference, the cases' argument
+names, the reference signature's defaults, the outputs' names), never from the exercise's id.
+Everything here is trusted code that runs in the judge's process: it calls only the reference
+(on changed copies of the cases) and looks at the learner's outputs as plain arrays.
+
+The modules, and the order in which ``generic`` tries their diagnoses (``DETECTORS``; the first
+that explains every failing case wins):
+
+1. ``output_relations._outputs_swapped``: every output right, in another order;
+2. ``changed_arguments``: the reference with one argument changed (ignored, inverted, confused,
+   swapped, transposed, a constant) or, for a module, one submodule rescaled;
+3. ``module_gradients``: a right output behind a wrong gradient, then a parameter with no gradient;
+4. ``output_relations._per_output``: one output a transformation of the right one, the first of
+   ``RELATIONS`` that holds: relations from ``output_transforms`` (dtype, NaN, True/False, axes,
+   reductions, slices, an added argument, sign, factor), ``distributions`` (log-space, not
+   normalized, wrong axis, temperature, scores for weights) and ``error_locations`` (diagonal,
+   precision), each built on ``relation`` (one output on one failing case);
+5. ``case_partition``: right exactly when an argument is at its default (the only one that also
+   reads calls that raised).
+
+``context`` holds what they share (``Diagnosis``, array comparisons, the judged call's context, the
+signature's defaults); ``kinds`` names every kind in a few words for class summaries.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+
+from ..spec import Case, Exercise
+from ..untrusted.outcome import Outcome
+from .case_partition import _wrong_only_with
+from .changed_arguments import _changed_argument
+from .context import Diagnosis, _Ctx
+from .kinds import KINDS, describe
+from .module_gradients import _gradient_behind_right_output, _unused_parameters
+from .output_relations import _outputs_swapped, _per_output
+
+__all__ = ["Diagnosis", "KINDS", "describe", "generic"]
+
+
+def generic(ex: Exercise, cases: list[Case], outcomes: list[Outcome], reference: list[Outcome]) -> Diagnosis | None:
+    """The first generic diagnosis that explains every case the learner got wrong, or None.
+
+    Relations between outputs need every call to have returned (an exception is not an output);
+    only the partition of the cases (right exactly where ...) also reads calls that raised.
+    """
+    if not all(r.returned for r in reference):
+        return None
+    ctx = _Ctx(ex, cases, outcomes, reference, rtol=ex.rtol * 10, atol=ex.atol * 10)
+    if not ctx.failing():
+        return None
+    returned = all(o.returned for o in outcomes)
+    for detector in DETECTORS:
+        if not returned and detector is not _wrong_only_with:
+            continue
+        try:
+            with np.errstate(all="ignore"):
+                found = detector(ctx)
+        except Exception:  # trusted maths on untrusted arrays: a detector that cannot apply says nothing
+            found = None
+        if found is not None:
+            return found
+    return None
+
+
+DETECTORS: tuple[Callable[[_Ctx], Diagnosis | None], ...] = (
+    _outputs_swapped,
+    _changed_argument,
+    _gradient_behind_right_output,  # before unused parameters: a detached output starves them all
+    _unused_parameters,
+    _per_output,
+    _wrong_only_with,
+)

@@ -1,0 +1,59 @@
+"""Checks only a module exercise allows, from the gradients its harness returns beside the output:
+a parameter that gets no gradient (never used), or a right output behind a wrong gradient
+(something cut off from autograd).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .context import Diagnosis, _arr, _close, _Ctx
+
+
+def _unused_parameters(ctx: _Ctx) -> Diagnosis | None:
+    if not ctx.cases[0].output_names:
+        return None
+    unused: list[str] = []
+    for case, got, ref in zip(ctx.cases, ctx.outcomes, ctx.reference):
+        for k, name in enumerate(case.output_names):
+            if k < 2 or not name.endswith(".grad") or k >= len(got.outputs):
+                continue
+            a, r = _arr(got.outputs[k]), _arr(ref.outputs[k])
+            if a is None or r is None or not np.any(r != 0):
+                continue
+            if a.size == 0 or not np.any(a != 0):
+                param = name.removesuffix(".grad")
+                if param not in unused:
+                    unused.append(param)
+    if not unused:
+        return None
+    shown = ", ".join(f"`{p}`" for p in unused[:4]) + (", ..." if len(unused) > 4 else "")
+    modules = sorted({p.rsplit(".", 1)[0] for p in unused})
+    return Diagnosis(f"parameter-unused:{','.join(unused[:4])}",
+                     f"{shown} get{'s' if len(unused) == 1 else ''} no gradient: your forward never uses "
+                     f"{'it' if len(unused) == 1 else 'them'} (or cuts {'it' if len(unused) == 1 else 'them'} off "
+                     f"with .detach(), .data or torch.no_grad()). Check where "
+                     f"{', '.join('self.' + m for m in modules)} should enter the computation.")
+
+
+def _gradient_behind_right_output(ctx: _Ctx) -> Diagnosis | None:
+    if not ctx.cases[0].output_names:
+        return None
+    wrong: list[str] = []
+    for case, got, ref in zip(ctx.cases, ctx.outcomes, ctx.reference):
+        a, r = _arr(got.outputs[0]), _arr(ref.outputs[0])
+        if a is None or r is None or not _close(a, r, ctx.rtol, ctx.atol):
+            return None
+        for k in range(1, len(ref.outputs)):
+            x, y = _arr(got.outputs[k]), _arr(ref.outputs[k])
+            if x is None or y is None or not _close(x, y, ctx.rtol, ctx.atol):
+                name = case.output_names[k].removesuffix(".grad")
+                if name not in wrong:
+                    wrong.append(name)
+    if not wrong:
+        return None
+    return Diagnosis(f"gradient-wrong:{wrong[0]}",
+                     f"Your output is right on every case, but the gradient of {', '.join(f'`{w}`' for w in wrong[:4])} "
+                     "is not: part of your forward is cut off from autograd (.detach(), .data, "
+                     "torch.no_grad(), a NumPy round trip) or changed in place. Compute everything with "
+                     "differentiable tensor operations on the inputs themselves.")

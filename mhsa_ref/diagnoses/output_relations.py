@@ -1,0 +1,93 @@
+"""How the learner's outputs relate to the right ones: all of them right in another order, or one
+of them a transformation of the right one, the first relation of ``RELATIONS`` (from
+output_transforms, distributions and error_locations, in the order they are tried) that holds
+on every failing case.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+from ..untrusted.outcome import Outcome
+from .context import Diagnosis, _arr, _close, _Ctx
+from .distributions import _rel_log_space, _rel_not_normalized, _rel_other_axis, _rel_scores, _rel_temperature
+from .error_locations import _rel_diagonal, _rel_precision
+from .output_transforms import (_rel_axes, _rel_blocks_reduced, _rel_dtype, _rel_factor, _rel_inverted,
+                                _rel_nonfinite_where_zero, _rel_plus_argument, _rel_reduced, _rel_sign,
+                                _rel_slices)
+from .relation import FACTOR, Relation, _factor_words, _Pair
+
+
+def _outputs_swapped(ctx: _Ctx) -> Diagnosis | None:
+    n = len(ctx.reference[0].outputs)
+    if n < 2 or ctx.cases[0].output_names:
+        return None
+    for perm in itertools.permutations(range(n)):
+        if perm == tuple(range(n)):
+            continue
+        if all(ctx.same(Outcome("returned", tuple(got.outputs[p] for p in perm)), ref)
+               for got, ref in zip(ctx.outcomes, ctx.reference)):
+            names = ctx.ex.outputs
+            yours = ", ".join(names[p] for p in perm)
+            return Diagnosis("outputs-swapped",
+                             f"You return ({yours}); the order is ({', '.join(names)}). Each value is right, "
+                             "in the wrong place: return them in the order the signature gives.")
+    return None
+
+
+def _per_output(ctx: _Ctx) -> Diagnosis | None:
+    """The first relation (in ``RELATIONS``' order) that holds on every case where one output
+    is wrong, tried output by output."""
+    # A module's gradients follow from its output: a relation found only in one of them, with the
+    # output itself wrong, would name a symptom. Relate the output alone.
+    n = 1 if ctx.cases[0].output_names else len(ctx.reference[0].outputs)
+    for k in range(n):
+        pairs = []
+        for case, got, ref in zip(ctx.cases, ctx.outcomes, ctx.reference):
+            if k >= len(got.outputs) or k >= len(ref.outputs):
+                return None
+            a, r = _arr(got.outputs[k]), _arr(ref.outputs[k])
+            if a is None or r is None:
+                pairs = []
+                break
+            if a.dtype != r.dtype or not _close(a, r, ctx.ex.rtol, ctx.ex.atol):
+                pairs.append(_Pair(ctx, case, a, r, ctx.label(case, k)))
+        if not pairs:
+            continue
+        for kind, relation in RELATIONS:
+            messages = []
+            for pair in pairs:
+                try:
+                    msg = relation(pair)
+                except Exception:
+                    msg = None
+                if msg is None:
+                    break
+                messages.append(msg)
+            else:
+                first, msg = pairs[0], messages[0]
+                if isinstance(msg, tuple):
+                    kind, msg = msg
+                return Diagnosis(kind + ctx.suffix(first.case, k), msg.replace(FACTOR, _factor_words(pairs)))
+    return None
+
+
+RELATIONS: tuple[tuple[str, Relation], ...] = (
+    ("wrong-dtype", _rel_dtype),
+    ("nan-where-zero", _rel_nonfinite_where_zero),
+    ("precision", _rel_precision),  # tiny errors first: any other relation would name noise
+    ("values-inverted", _rel_inverted),
+    ("axes-misplaced", _rel_axes),
+    ("axis-reduced", _rel_reduced),
+    ("blocks-added", _rel_blocks_reduced),
+    ("wrong-on-diagonal", _rel_diagonal),
+    ("slices-misplaced", _rel_slices),
+    ("sign-flipped", _rel_sign),
+    ("extra-term", _rel_plus_argument),
+    ("log-space", _rel_log_space),
+    ("not-normalized", _rel_not_normalized),
+    ("normalized-wrong-axis", _rel_other_axis),
+    ("scale-off", _rel_temperature),
+    ("scores-not-weights", _rel_scores),
+    ("constant-factor", _rel_factor),
+)
