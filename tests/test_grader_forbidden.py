@@ -331,7 +331,70 @@ def test_ch06_layer_norm_operators_are_gone(tmp_path: Path, name: str) -> None:
     _refused(result["06.layer_norm"], forbidden_expected=True)
 
 
-@pytest.mark.parametrize("chapter", ["05", "06"])
+# ---- chapter 07: the (L, L) matrix built, and the memory measurement fooled ---------------------
+
+CH07_IMPORTS = '''
+import numpy as np
+import tracemalloc
+import _tracemalloc
+from mhsa_ref import exercise
+
+def _attend(Q, K, V, allowed):
+    s = Q @ np.swapaxes(K, -1, -2) / np.sqrt(Q.shape[-1])
+    s = np.where(allowed, s, -np.inf)
+    e = np.exp(s - s.max(-1, keepdims=True))
+    return e / e.sum(-1, keepdims=True) @ V
+'''
+
+# Right values through the whole (L, L) scores, then @@HIDE@@ tells tracemalloc to look away.
+CH07_CHUNKED = '''
+@exercise
+def chunked_attention(Q, K, V, chunk_size):
+    pos = np.arange(Q.shape[-2]) // chunk_size
+    out = _attend(Q, K, V, pos[:, None] == pos[None, :])
+    @@HIDE@@
+    return out
+'''
+
+CH07_ATTACKS = {
+    "stop": "tracemalloc.stop()",
+    "stop_and_start": "tracemalloc.stop(); tracemalloc.start()",
+    "reset_peak": "tracemalloc.reset_peak()",
+    "clear_traces": "tracemalloc.clear_traces()",
+    "private_module": "_tracemalloc.reset_peak()",
+    "patched_measurement": "tracemalloc.get_traced_memory = lambda: (0, 0)",
+    "patched_flag": "np.array = lambda a, *r, _a=np.array, **k: _a([1.0] if isinstance(a, list) and a == [0.0] else a, *r, **k)",
+}
+
+# PyTorch allocates outside tracemalloc's view: in a NumPy chapter it must not exist at all.
+CH07_TORCH = '''
+import torch
+
+@exercise
+def chunked_attention(Q, K, V, chunk_size):
+    t = lambda a: torch.from_numpy(np.ascontiguousarray(a))
+    pos = torch.arange(Q.shape[-2]) // chunk_size
+    s = (t(Q) @ t(K).transpose(-1, -2) / Q.shape[-1] ** 0.5).masked_fill(pos[:, None] != pos[None, :], float("-inf"))
+    return (torch.softmax(s, -1) @ t(V)).numpy()
+'''
+
+
+@pytest.mark.parametrize("name", sorted(CH07_ATTACKS))
+def test_ch07_memory_measurement_cannot_be_fooled(tmp_path: Path, name: str) -> None:
+    """Each attack scored full marks on 5344b2c: right values, and the flag said 1."""
+    cells = [CH07_IMPORTS, CH07_CHUNKED.replace("@@HIDE@@", CH07_ATTACKS[name])]
+    _refused(_grade(tmp_path, name, cells, "07")["07.chunked_attention"], forbidden_expected=False)
+
+
+def test_ch07_has_no_torch_to_compute_unmeasured(tmp_path: Path) -> None:
+    """On 5344b2c PyTorch was in chapter 07's sandbox (a harness was taken to mean PyTorch), and
+    its (L, L) scores, allocated outside tracemalloc's view, scored full marks."""
+    result = _grade(tmp_path, "torch", [CH07_IMPORTS, CH07_TORCH], "07")
+    _refused(result["07.chunked_attention"], forbidden_expected=True)
+    assert "`torch`" in result["07.chunked_attention"]["feedback"], result
+
+
+@pytest.mark.parametrize("chapter", ["05", "06", "07", "08"])
 def test_solutions_still_pass_with_forbidden_calls_removed(chapter: str) -> None:
     """06.TransformerBlock needs nn.LayerNorm, which 06.layer_norm forbids: it runs in a sandbox
     of its own, where LayerNorm works."""

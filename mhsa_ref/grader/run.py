@@ -89,7 +89,7 @@ def sandbox_packages(exercises: list[Exercise], code: str = "") -> tuple[str, ..
     chapter forbids from PyTorch, SciPy or JAX does not exist in its sandbox."""
     from .. import chapters
 
-    extra = {"torch"} if any(ex.harness for ex in exercises) else set()  # a harness runs PyTorch
+    extra = {"torch"} if any(ex.harness and ex.harness.needs_torch for ex in exercises) else set()
     for ex in exercises:
         if ex.chapter in chapters.numbers():
             extra |= set(chapters.get(ex.chapter).requires)

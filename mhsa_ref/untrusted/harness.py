@@ -16,12 +16,24 @@ sandbox; what an exercise expects (the class a converter must return) comes in i
 
 from __future__ import annotations
 
+import tracemalloc
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from .calls import describe
+
+# Bound when this module is imported, which in the sandbox is before any learner code runs: a
+# learner who later replaces ``tracemalloc.get_traced_memory`` (or ``np.array``) changes nothing
+# that ``run_within_memory`` calls.
+_TRACING, _START, _STOP = tracemalloc.is_tracing, tracemalloc.start, tracemalloc.stop
+_TRACED, _RESET_PEAK = tracemalloc.get_traced_memory, tracemalloc.reset_peak
+_ARRAY = np.array
+# What would let code measured by ``run_within_memory`` hide its allocations: stopping the
+# tracing, forgetting the peak, forgetting the traces.
+TAMPERING = ("stop", "reset_peak", "clear_traces")
+_sealed = False
 
 
 @dataclass(frozen=True)
@@ -34,6 +46,12 @@ class Harness:
 
     def as_json(self) -> dict:
         return {"name": self.name, "options": dict(self.options)}
+
+    @property
+    def needs_torch(self) -> bool:
+        """Whether the sandbox must hold PyTorch to run this harness (a NumPy chapter's must not:
+        there, PyTorch would compute what the exercise asks outside what it measures)."""
+        return self.name != "run_within_memory"
 
 
 def run_module(cls: Any, init_kwargs: dict, state: dict, inputs: tuple, grad_output: Any) -> tuple:
@@ -76,24 +94,46 @@ def run_within_memory(fn: Any, limit_bytes: int, *args: Any) -> tuple:
     For an exercise with one output: returns it followed by ``1.0`` when the peak of the bytes allocated during the
     call stayed within ``limit_bytes``, else ``[0.0]``: a learner who builds a matrix larger than
     the exercise allows gets the right values and a ``0.0``. The learner's code runs in this
-    process and could fool the measurement; only the memory flag depends on it, never the values.
+    process: in the sandbox ``seal_tracemalloc`` has removed the calls that would stop or reset the
+    measurement, and this function calls only what it bound before learner code loaded. Tracing
+    found stopped after the call counts as over the limit. Only the flag depends on the
+    measurement, never the values; memory that tracemalloc does not see (``mmap``, ``ctypes``)
+    stays unmeasured.
     """
-    import tracemalloc
-
-    started = not tracemalloc.is_tracing()
+    started = not _TRACING()
     if started:
-        tracemalloc.start()
-    base = tracemalloc.get_traced_memory()[0]
-    tracemalloc.reset_peak()  # the peak from here on, not from whatever ran before
+        _START()
+    base = _TRACED()[0]
+    _RESET_PEAK()  # the peak from here on, not from whatever ran before
     try:
         result = fn(*args)
-        peak = tracemalloc.get_traced_memory()[1] - base
+        peak = _TRACED()[1] - base
+        within = peak <= limit_bytes and _TRACING()  # stopped and restarted: the peak is lost
     finally:
-        if started:
-            tracemalloc.stop()
+        if started and not _sealed:
+            _STOP()
     # The one output stays whole (a tuple returned by mistake is judged as a wrong type); the flag
     # is a 1-element array, which crosses the sandbox's protocol with its shape intact.
-    return result, np.array([1.0 if peak <= limit_bytes else 0.0])
+    return result, _ARRAY([1.0 if within else 0.0])
+
+
+def seal_tracemalloc() -> None:
+    """Start tracing for good and remove ``TAMPERING`` from ``tracemalloc`` and ``_tracemalloc``,
+    for this process: called by the sandbox before learner code loads, where an exercise runs
+    through ``run_within_memory``. (``tracemalloc`` re-exports ``_tracemalloc``'s functions, so
+    both modules must lose them; the harness keeps its own references, bound at import.)"""
+    global _sealed
+    import _tracemalloc
+
+    if not _TRACING():
+        _START()
+    for name in TAMPERING:
+        def removed(*args: Any, __name: str = name, **kwargs: Any) -> None:
+            raise RuntimeError(f"tracemalloc.{__name} is not available while memory is measured")
+
+        for module in (tracemalloc, _tracemalloc):
+            setattr(module, name, removed)
+    _sealed = True
 
 
 

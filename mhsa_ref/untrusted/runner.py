@@ -19,7 +19,7 @@ from typing import Any, BinaryIO
 
 from . import protocol
 from .calls import call, error_message
-from .harness import Harness
+from .harness import Harness, seal_tracemalloc
 from .outcome import OUT_OF_MEMORY, REMOVED, Outcome
 
 
@@ -31,6 +31,8 @@ def run(plan: dict, blobs: list[bytes], out: BinaryIO) -> None:
     def send(header: dict, data: list[bytes] = ()) -> None:
         write_frame(out, dict(header, nonce=nonce), data)
 
+    if any(spec["harness"] and spec["harness"]["name"] == "run_within_memory" for spec in plan["exercises"]):
+        seal_tracemalloc()  # before any learner code: nothing can keep the originals
     namespace: dict[str, Any] = {"__name__": "__submission__", "__builtins__": builtins}
     send({"type": "loaded", "problems": _load(plan["code"], plan["filename"], namespace)})
     for index in range(plan["start"], plan.get("stop", len(plan["exercises"]))):
