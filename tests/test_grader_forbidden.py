@@ -394,6 +394,121 @@ def test_ch07_has_no_torch_to_compute_unmeasured(tmp_path: Path) -> None:
     assert "`torch`" in result["07.chunked_attention"]["feedback"], result
 
 
+# ---- chapter 08: the weights kept, or SDPA's own backward, hidden from the measurement ----------
+
+CH08_IMPORTS = '''
+import builtins
+import math
+import torch
+import torch.nn.functional as F
+from mhsa_ref import exercise
+
+def _plain(q, k, v, causal):
+    s = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+    if causal:
+        s = s.masked_fill(torch.ones(s.shape[-2:], dtype=torch.bool).triu(1), float("-inf"))
+    return torch.softmax(s, -1) @ v
+
+_KEEP = []
+_BUF = torch.empty(10**6)
+'''
+
+# Forward computes P without a graph and keeps it where @@KEEP@@ says; backward is exact.
+CH08_KEEPS_P = '''
+class _Kept(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, q, k, v, causal):
+        with torch.no_grad():
+            s = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+            if causal:
+                s = s.masked_fill(torch.ones(s.shape[-2:], dtype=torch.bool).triu(1), float("-inf"))
+            p = torch.softmax(s, -1)
+        ctx.save_for_backward(q, k, v)
+        @@KEEP@@
+        return p @ v
+
+    @staticmethod
+    def backward(ctx, g):
+        q, k, v = ctx.saved_tensors
+        @@GET@@
+        dv = p.transpose(-2, -1) @ g
+        dp = g @ v.transpose(-2, -1)
+        ds = p * (dp - (dp * p).sum(-1, keepdim=True))
+        c = 1 / math.sqrt(q.shape[-1])
+        return c * ds @ k, c * ds.transpose(-2, -1) @ q, dv, None
+
+@exercise
+def recomputed_attention(q, k, v, causal=False):
+    return _Kept.apply(q, k, v, causal)
+'''
+
+CH08_KEPT = {
+    "ctx_container": ('ctx.store = {"p": p}', 'p = ctx.store["p"]'),
+    "global_list": ("_KEEP.append(p)", "p = _KEEP.pop()"),
+    "buffer_made_at_load": ("_BUF[:p.numel()].copy_(p.reshape(-1)); _KEEP.append(p.shape)",
+                            "p = _BUF[:math.prod(_KEEP[-1])].reshape(_KEEP.pop())"),
+}
+
+CH08_CALL = "@exercise\ndef recomputed_attention(q, k, v, causal=False):\n    @@BODY@@\n"
+CH08_CALLS = {
+    # PyTorch's CPU flash kernel, whose backward keeps only a logsumexp per row (q, k, v padded
+    # to one head size, which it requires).
+    "flash_kernel": "D = max(q.shape[-1], v.shape[-1]); pad = lambda t: F.pad(t, (0, D - t.shape[-1]))\n"
+                    "    return getattr(torch.ops.aten, '_scaled_dot_product_flash_attention_for_cpu')("
+                    "pad(q), pad(k), pad(v), 0.0, causal, scale=1 / math.sqrt(q.shape[-1]))[0][..., :v.shape[-1]]",
+    "checkpoint_function": "return getattr(getattr(torch.utils, 'check' + 'point'), 'Checkpoint' + 'Function').apply("
+                           "lambda a, b, c: _plain(a, b, c, causal), False, q, k, v)",
+    # Hooks pushed inside the harness's are the ones autograd calls: the harness saw nothing.
+    "own_saved_tensor_hooks": "with torch.autograd.graph.saved_tensors_hooks(lambda t: t, lambda t: t):\n"
+                              "        return _plain(q, k, v, causal)",
+    "builtins_round_replaced": "builtins.round = lambda *a, **k: 0\n    return _plain(q, k, v, causal)",
+}
+
+# Checkpointing written by hand: forward keeps q, k, v; backward recomputes the plain graph and
+# differentiates it. It keeps no (L, L) tensor between the passes, which is the exercise's goal.
+CH08_GRAD_RECOMPUTE = '''
+class _Again(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, q, k, v, causal):
+        ctx.save_for_backward(q, k, v)
+        ctx.causal = causal
+        with torch.no_grad():
+            return _plain(q, k, v, causal)
+
+    @staticmethod
+    def backward(ctx, g):
+        q, k, v = (t.detach().requires_grad_() for t in ctx.saved_tensors)
+        with torch.enable_grad():
+            out = _plain(q, k, v, ctx.causal)
+        return (*torch.autograd.grad(out, (q, k, v), g), None)
+
+@exercise
+def recomputed_attention(q, k, v, causal=False):
+    return _Again.apply(q, k, v, causal)
+'''
+
+
+@pytest.mark.parametrize("name", sorted(CH08_KEPT))
+def test_ch08_weights_kept_outside_autograd_are_counted(tmp_path: Path, name: str) -> None:
+    keep, get = CH08_KEPT[name]
+    cells = [CH08_IMPORTS, CH08_KEEPS_P.replace("@@KEEP@@", keep).replace("@@GET@@", get)]
+    _refused(_grade(tmp_path, name, cells, "08")["08.recomputed_attention"], forbidden_expected=False)
+
+
+@pytest.mark.parametrize("name", sorted(CH08_CALLS))
+def test_ch08_library_backward_and_measurement_tricks_earn_nothing(tmp_path: Path, name: str) -> None:
+    """Each scored full marks on 5344b2c."""
+    cells = [CH08_IMPORTS, CH08_CALL.replace("@@BODY@@", CH08_CALLS[name])]
+    result = _grade(tmp_path, name, cells, "08")["08.recomputed_attention"]
+    _refused(result, forbidden_expected=name in ("flash_kernel", "checkpoint_function"))
+
+
+def test_ch08_recomputation_through_autograd_grad_is_credited(tmp_path: Path) -> None:
+    """Not an attack: it is checkpointing, written by the learner (see the docstring above)."""
+    result = _grade(tmp_path, "grad_recompute", [CH08_IMPORTS, CH08_GRAD_RECOMPUTE], "08")
+    assert result["08.recomputed_attention"]["status"] == "passed", result
+
+
 @pytest.mark.parametrize("chapter", ["05", "06", "07", "08"])
 def test_solutions_still_pass_with_forbidden_calls_removed(chapter: str) -> None:
     """06.TransformerBlock needs nn.LayerNorm, which 06.layer_norm forbids: it runs in a sandbox
