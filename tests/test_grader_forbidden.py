@@ -509,6 +509,39 @@ def test_ch08_recomputation_through_autograd_grad_is_credited(tmp_path: Path) ->
     assert result["08.recomputed_attention"]["status"] == "passed", result
 
 
+# The NumPy warm-up of chapter 08, done by PyTorch: its own kernel, or autograd through softmax.
+# PyTorch is reached by a name the static check cannot read, while the definitions load.
+CH08_SOFTMAX_BACKWARD = '''
+import importlib
+import numpy as np
+from mhsa_ref import exercise
+
+def _load(_=globals().__setitem__("_T", importlib.import_module("tor" + "ch"))):
+    pass
+
+@exercise
+def softmax_backward(p, grad):
+    @@BODY@@
+'''
+
+CH08_SB_ATTACKS = {
+    "kernel": "t = lambda a: _T.from_numpy(np.ascontiguousarray(a))\n"
+              "    return getattr(_T, '_softmax_backward' + '_data')(t(grad), t(p), -1, _T.float64).numpy()",
+    "autograd": "s = _T.from_numpy(np.log(p)).requires_grad_()\n"
+                "    _T.softmax(s, -1).backward(_T.from_numpy(np.ascontiguousarray(grad)))\n"
+                "    return s.grad.numpy()",
+}
+
+
+@pytest.mark.parametrize("name", sorted(CH08_SB_ATTACKS))
+def test_ch08_softmax_backward_has_no_torch(tmp_path: Path, name: str) -> None:
+    """Both scored the point on 5344b2c: chapter 08's sandbox held PyTorch for every exercise."""
+    cells = [CH08_SOFTMAX_BACKWARD.replace("@@BODY@@", CH08_SB_ATTACKS[name])]
+    result = _grade(tmp_path, name, cells, "08")["08.softmax_backward"]
+    _refused(result, forbidden_expected=False)
+    assert "name '_T' is not defined" in result["feedback"], result  # no import there, no crash
+
+
 @pytest.mark.parametrize("chapter", ["05", "06", "07", "08"])
 def test_solutions_still_pass_with_forbidden_calls_removed(chapter: str) -> None:
     """06.TransformerBlock needs nn.LayerNorm, which 06.layer_norm forbids: it runs in a sandbox

@@ -32,7 +32,8 @@ def run(plan: dict, blobs: list[bytes], out: BinaryIO) -> None:
         write_frame(out, dict(header, nonce=nonce), data)
 
     # Before any learner code, so that nothing can keep the originals.
-    harnesses = {spec["harness"]["name"] for spec in plan["exercises"] if spec["harness"]}
+    mine = plan["exercises"][plan["start"]:plan.get("stop", len(plan["exercises"]))]
+    harnesses = {spec["harness"]["name"] for spec in mine if spec["harness"]}
     if "run_within_memory" in harnesses:
         seal_tracemalloc()
     if "run_saving" in harnesses:

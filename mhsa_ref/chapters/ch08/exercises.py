@@ -122,7 +122,9 @@ SOFTMAX_BACKWARD = Exercise(
         FLOAT32_OUTPUT,
         INPUT_MODIFIED,
     ),
-    forbidden=("mhsa_ref",),
+    # The NumPy warm-up: PyTorch would do it in one call (torch._softmax_backward_data, or
+    # autograd through torch.softmax), so its sandbox holds no PyTorch.
+    forbidden=("torch", "mhsa_ref"),
 )
 
 # ---------------------------------------------------------------------------------------------
