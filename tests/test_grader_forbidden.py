@@ -542,6 +542,39 @@ def test_ch08_softmax_backward_has_no_torch(tmp_path: Path, name: str) -> None:
     assert "name '_T' is not defined" in result["feedback"], result  # no import there, no crash
 
 
+# Known holes, kept as tests that fail until they are closed (strict: closing one must update
+# it). The measurements run in the learner's process, and the harness that calls the learner's
+# function is one frame up: its globals are a learner's to rewrite. Closing this needs the
+# measurement out of the learner's reach (e.g. each memory case in a child process whose
+# address space is capped by RLIMIT_AS, with the flag read from how it ended).
+CH07_FRAME = CH07_IMPORTS + '''
+import sys
+
+@exercise
+def chunked_attention(Q, K, V, chunk_size):
+    sys._getframe(1).f_globals["_TRACED"] = lambda: (0, 0)
+    pos = np.arange(Q.shape[-2]) // chunk_size
+    return _attend(Q, K, V, pos[:, None] == pos[None, :])
+'''
+
+CH08_FRAME = CH08_IMPORTS + '''
+import sys
+
+@exercise
+def recomputed_attention(q, k, v, causal=False):
+    sys._getframe(1).f_globals["round"] = lambda *a, **k: 0
+    return _plain(q, k, v, causal)
+'''
+
+
+@pytest.mark.xfail(strict=True, reason="in-process measurement: the harness's globals are one frame up")
+@pytest.mark.parametrize("chapter, cells, exercise", [("07", [CH07_FRAME], "07.chunked_attention"),
+                                                      ("08", [CH08_FRAME], "08.recomputed_attention")])
+def test_measurement_rewritten_through_the_callers_frame(tmp_path: Path, chapter: str, cells: list,
+                                                         exercise: str) -> None:
+    _refused(_grade(tmp_path, "frame", cells, chapter)[exercise], forbidden_expected=False)
+
+
 @pytest.mark.parametrize("chapter", ["05", "06", "07", "08"])
 def test_solutions_still_pass_with_forbidden_calls_removed(chapter: str) -> None:
     """06.TransformerBlock needs nn.LayerNorm, which 06.layer_norm forbids: it runs in a sandbox

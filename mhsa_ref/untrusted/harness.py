@@ -102,7 +102,8 @@ def run_within_memory(fn: Any, limit_bytes: int, *args: Any) -> tuple:
     measurement, and this function calls only what it bound before learner code loaded. Tracing
     found stopped after the call counts as over the limit. Only the flag depends on the
     measurement, never the values; memory that tracemalloc does not see (``mmap``, ``ctypes``)
-    stays unmeasured.
+    stays unmeasured, and code that rewrites this module's globals (its caller's frame is one
+    ``sys._getframe(1)`` away) still sets the flag: see README, "What the grader guarantees".
     """
     started = not _TRACING()
     if started:
