@@ -331,7 +331,271 @@ def test_ch06_layer_norm_operators_are_gone(tmp_path: Path, name: str) -> None:
     _refused(result["06.layer_norm"], forbidden_expected=True)
 
 
-@pytest.mark.parametrize("chapter", ["05", "06"])
+# ---- chapter 07: the (L, L) matrix built, and the memory measurement fooled ---------------------
+
+CH07_IMPORTS = '''
+import numpy as np
+import tracemalloc
+import _tracemalloc
+from mhsa_ref import exercise
+
+def _attend(Q, K, V, allowed):
+    s = Q @ np.swapaxes(K, -1, -2) / np.sqrt(Q.shape[-1])
+    s = np.where(allowed, s, -np.inf)
+    e = np.exp(s - s.max(-1, keepdims=True))
+    return e / e.sum(-1, keepdims=True) @ V
+'''
+
+# Right values through the whole (L, L) scores, then @@HIDE@@ tells tracemalloc to look away.
+CH07_CHUNKED = '''
+@exercise
+def chunked_attention(Q, K, V, chunk_size):
+    pos = np.arange(Q.shape[-2]) // chunk_size
+    out = _attend(Q, K, V, pos[:, None] == pos[None, :])
+    @@HIDE@@
+    return out
+'''
+
+CH07_ATTACKS = {
+    "stop": "tracemalloc.stop()",
+    "stop_and_start": "tracemalloc.stop(); tracemalloc.start()",
+    "reset_peak": "tracemalloc.reset_peak()",
+    "clear_traces": "tracemalloc.clear_traces()",
+    "private_module": "_tracemalloc.reset_peak()",
+    "patched_measurement": "tracemalloc.get_traced_memory = lambda: (0, 0)",
+    "patched_flag": "np.array = lambda a, *r, _a=np.array, **k: _a([1.0] if isinstance(a, list) and a == [0.0] else a, *r, **k)",
+}
+
+# PyTorch allocates outside tracemalloc's view: in a NumPy chapter it must not exist at all.
+CH07_TORCH = '''
+import torch
+
+@exercise
+def chunked_attention(Q, K, V, chunk_size):
+    t = lambda a: torch.from_numpy(np.ascontiguousarray(a))
+    pos = torch.arange(Q.shape[-2]) // chunk_size
+    s = (t(Q) @ t(K).transpose(-1, -2) / Q.shape[-1] ** 0.5).masked_fill(pos[:, None] != pos[None, :], float("-inf"))
+    return (torch.softmax(s, -1) @ t(V)).numpy()
+'''
+
+
+@pytest.mark.parametrize("name", sorted(CH07_ATTACKS))
+def test_ch07_memory_measurement_cannot_be_fooled(tmp_path: Path, name: str) -> None:
+    """Each attack scored full marks on 5344b2c: right values, and the flag said 1."""
+    cells = [CH07_IMPORTS, CH07_CHUNKED.replace("@@HIDE@@", CH07_ATTACKS[name])]
+    _refused(_grade(tmp_path, name, cells, "07")["07.chunked_attention"], forbidden_expected=False)
+
+
+def test_ch07_has_no_torch_to_compute_unmeasured(tmp_path: Path) -> None:
+    """On 5344b2c PyTorch was in chapter 07's sandbox (a harness was taken to mean PyTorch), and
+    its (L, L) scores, allocated outside tracemalloc's view, scored full marks."""
+    result = _grade(tmp_path, "torch", [CH07_IMPORTS, CH07_TORCH], "07")
+    _refused(result["07.chunked_attention"], forbidden_expected=True)
+    assert "`torch`" in result["07.chunked_attention"]["feedback"], result
+
+
+# ---- chapter 08: the weights kept, or SDPA's own backward, hidden from the measurement ----------
+
+CH08_IMPORTS = '''
+import builtins
+import math
+import torch
+import torch.nn.functional as F
+from mhsa_ref import exercise
+
+def _plain(q, k, v, causal):
+    s = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+    if causal:
+        s = s.masked_fill(torch.ones(s.shape[-2:], dtype=torch.bool).triu(1), float("-inf"))
+    return torch.softmax(s, -1) @ v
+
+_KEEP = []
+_BUF = torch.empty(10**6)
+'''
+
+# Forward computes P without a graph and keeps it where @@KEEP@@ says; backward is exact.
+CH08_KEEPS_P = '''
+class _Kept(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, q, k, v, causal):
+        with torch.no_grad():
+            s = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+            if causal:
+                s = s.masked_fill(torch.ones(s.shape[-2:], dtype=torch.bool).triu(1), float("-inf"))
+            p = torch.softmax(s, -1)
+        ctx.save_for_backward(q, k, v)
+        @@KEEP@@
+        return p @ v
+
+    @staticmethod
+    def backward(ctx, g):
+        q, k, v = ctx.saved_tensors
+        @@GET@@
+        dv = p.transpose(-2, -1) @ g
+        dp = g @ v.transpose(-2, -1)
+        ds = p * (dp - (dp * p).sum(-1, keepdim=True))
+        c = 1 / math.sqrt(q.shape[-1])
+        return c * ds @ k, c * ds.transpose(-2, -1) @ q, dv, None
+
+@exercise
+def recomputed_attention(q, k, v, causal=False):
+    return _Kept.apply(q, k, v, causal)
+'''
+
+CH08_KEPT = {
+    "ctx_container": ('ctx.store = {"p": p}', 'p = ctx.store["p"]'),
+    "global_list": ("_KEEP.append(p)", "p = _KEEP.pop()"),
+    "buffer_made_at_load": ("_BUF[:p.numel()].copy_(p.reshape(-1)); _KEEP.append(p.shape)",
+                            "p = _BUF[:math.prod(_KEEP[-1])].reshape(_KEEP.pop())"),
+}
+
+CH08_CALL = "@exercise\ndef recomputed_attention(q, k, v, causal=False):\n    @@BODY@@\n"
+CH08_CALLS = {
+    # PyTorch's CPU flash kernel, whose backward keeps only a logsumexp per row (q, k, v padded
+    # to one head size, which it requires).
+    "flash_kernel": "D = max(q.shape[-1], v.shape[-1]); pad = lambda t: F.pad(t, (0, D - t.shape[-1]))\n"
+                    "    return getattr(torch.ops.aten, '_scaled_dot_product_flash_attention_for_cpu')("
+                    "pad(q), pad(k), pad(v), 0.0, causal, scale=1 / math.sqrt(q.shape[-1]))[0][..., :v.shape[-1]]",
+    "checkpoint_function": "return getattr(getattr(torch.utils, 'check' + 'point'), 'Checkpoint' + 'Function').apply("
+                           "lambda a, b, c: _plain(a, b, c, causal), False, q, k, v)",
+    # Hooks pushed inside the harness's are the ones autograd calls: the harness saw nothing.
+    "own_saved_tensor_hooks": "with torch.autograd.graph.saved_tensors_hooks(lambda t: t, lambda t: t):\n"
+                              "        return _plain(q, k, v, causal)",
+    "builtins_round_replaced": "builtins.round = lambda *a, **k: 0\n    return _plain(q, k, v, causal)",
+}
+
+# Checkpointing written by hand: forward keeps q, k, v; backward recomputes the plain graph and
+# differentiates it. It keeps no (L, L) tensor between the passes, which is the exercise's goal.
+CH08_GRAD_RECOMPUTE = '''
+class _Again(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, q, k, v, causal):
+        ctx.save_for_backward(q, k, v)
+        ctx.causal = causal
+        with torch.no_grad():
+            return _plain(q, k, v, causal)
+
+    @staticmethod
+    def backward(ctx, g):
+        q, k, v = (t.detach().requires_grad_() for t in ctx.saved_tensors)
+        with torch.enable_grad():
+            out = _plain(q, k, v, ctx.causal)
+        return (*torch.autograd.grad(out, (q, k, v), g), None)
+
+@exercise
+def recomputed_attention(q, k, v, causal=False):
+    return _Again.apply(q, k, v, causal)
+'''
+
+
+@pytest.mark.parametrize("name", sorted(CH08_KEPT))
+def test_ch08_weights_kept_outside_autograd_are_counted(tmp_path: Path, name: str) -> None:
+    keep, get = CH08_KEPT[name]
+    cells = [CH08_IMPORTS, CH08_KEEPS_P.replace("@@KEEP@@", keep).replace("@@GET@@", get)]
+    _refused(_grade(tmp_path, name, cells, "08")["08.recomputed_attention"], forbidden_expected=False)
+
+
+@pytest.mark.parametrize("name", sorted(CH08_CALLS))
+def test_ch08_library_backward_and_measurement_tricks_earn_nothing(tmp_path: Path, name: str) -> None:
+    """Each scored full marks on 5344b2c."""
+    cells = [CH08_IMPORTS, CH08_CALL.replace("@@BODY@@", CH08_CALLS[name])]
+    result = _grade(tmp_path, name, cells, "08")["08.recomputed_attention"]
+    _refused(result, forbidden_expected=name in ("flash_kernel", "checkpoint_function"))
+
+
+def test_ch08_recomputation_through_autograd_grad_is_credited(tmp_path: Path) -> None:
+    """Not an attack: it is checkpointing, written by the learner (see the docstring above)."""
+    result = _grade(tmp_path, "grad_recompute", [CH08_IMPORTS, CH08_GRAD_RECOMPUTE], "08")
+    assert result["08.recomputed_attention"]["status"] == "passed", result
+
+
+# The NumPy warm-up of chapter 08, done by PyTorch: its own kernel, or autograd through softmax.
+# PyTorch is reached by a name the static check cannot read, while the definitions load.
+CH08_SOFTMAX_BACKWARD = '''
+import importlib
+import numpy as np
+from mhsa_ref import exercise
+
+def _load(_=globals().__setitem__("_T", importlib.import_module("tor" + "ch"))):
+    pass
+
+@exercise
+def softmax_backward(p, grad):
+    @@BODY@@
+'''
+
+CH08_SB_ATTACKS = {
+    "kernel": "t = lambda a: _T.from_numpy(np.ascontiguousarray(a))\n"
+              "    return getattr(_T, '_softmax_backward' + '_data')(t(grad), t(p), -1, _T.float64).numpy()",
+    "autograd": "s = _T.from_numpy(np.log(p)).requires_grad_()\n"
+                "    _T.softmax(s, -1).backward(_T.from_numpy(np.ascontiguousarray(grad)))\n"
+                "    return s.grad.numpy()",
+}
+
+
+@pytest.mark.parametrize("name", sorted(CH08_SB_ATTACKS))
+def test_ch08_softmax_backward_has_no_torch(tmp_path: Path, name: str) -> None:
+    """Both scored the point on 5344b2c: chapter 08's sandbox held PyTorch for every exercise."""
+    cells = [CH08_SOFTMAX_BACKWARD.replace("@@BODY@@", CH08_SB_ATTACKS[name])]
+    result = _grade(tmp_path, name, cells, "08")["08.softmax_backward"]
+    _refused(result, forbidden_expected=False)
+    assert "name '_T' is not defined" in result["feedback"], result  # no import there, no crash
+
+
+# Known holes, kept as tests that fail until they are closed (strict: closing one must update
+# it). The measurements run in the learner's process, and the harness that calls the learner's
+# function is one frame up: its globals are a learner's to rewrite. Closing this needs the
+# measurement out of the learner's reach (e.g. each memory case in a child process whose
+# address space is capped by RLIMIT_AS, with the flag read from how it ended).
+CH07_FRAME = CH07_IMPORTS + '''
+import sys
+
+@exercise
+def chunked_attention(Q, K, V, chunk_size):
+    sys._getframe(1).f_globals["_TRACED"] = lambda: (0, 0)
+    pos = np.arange(Q.shape[-2]) // chunk_size
+    return _attend(Q, K, V, pos[:, None] == pos[None, :])
+'''
+
+# The (L, L) scores in memory that tracemalloc does not trace.
+CH07_MMAP = CH07_IMPORTS + '''
+import mmap
+
+@exercise
+def chunked_attention(Q, K, V, chunk_size):
+    pos = np.arange(Q.shape[-2]) // chunk_size
+    n = Q.shape[:-1] + (K.shape[-2],)
+    s = np.frombuffer(mmap.mmap(-1, 8 * int(np.prod(n))), dtype=np.float64).reshape(n)
+    np.matmul(Q, np.swapaxes(K, -1, -2), out=s)
+    s /= np.sqrt(Q.shape[-1])
+    np.copyto(s, -np.inf, where=pos[:, None] != pos[None, :])
+    s -= s.max(-1, keepdims=True)
+    np.exp(s, out=s)
+    s /= s.sum(-1, keepdims=True)
+    return s @ V
+'''
+
+CH08_FRAME = CH08_IMPORTS + '''
+import sys
+
+@exercise
+def recomputed_attention(q, k, v, causal=False):
+    sys._getframe(1).f_globals["round"] = lambda *a, **k: 0
+    return _plain(q, k, v, causal)
+'''
+
+
+@pytest.mark.xfail(strict=True, reason="in-process measurement: the harness's globals are one frame up, "
+                                        "and mmap is not traced")
+@pytest.mark.parametrize("chapter, cells, exercise", [("07", [CH07_FRAME], "07.chunked_attention"),
+                                                      ("07", [CH07_MMAP], "07.chunked_attention"),
+                                                      ("08", [CH08_FRAME], "08.recomputed_attention")])
+def test_measurement_out_of_reach_of_learner_code(tmp_path: Path, chapter: str, cells: list,
+                                                         exercise: str) -> None:
+    _refused(_grade(tmp_path, "frame", cells, chapter)[exercise], forbidden_expected=False)
+
+
+@pytest.mark.parametrize("chapter", ["05", "06", "07", "08"])
 def test_solutions_still_pass_with_forbidden_calls_removed(chapter: str) -> None:
     """06.TransformerBlock needs nn.LayerNorm, which 06.layer_norm forbids: it runs in a sandbox
     of its own, where LayerNorm works."""

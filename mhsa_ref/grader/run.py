@@ -73,7 +73,10 @@ def run_submission(code: str, filename: str, exercises: list[Exercise], cases: l
     while start < len(exercises):
         stop = next(s for s in stops if s > start)
         report.processes_started += 1
-        start = _one_process(code, filename, specs, blobs, cases, start, stop, limits, report, packages)
+        # A whole package an exercise forbids by name (a NumPy exercise in a PyTorch chapter
+        # forbids "torch") is absent from its sandbox: there is nothing of it to reach.
+        held = tuple(p for p in packages if not any(p in specs[i]["forbidden"] for i in range(start, stop)))
+        start = _one_process(code, filename, specs, blobs, cases, start, stop, limits, report, held)
     report.seconds = time.perf_counter() - t0
     return report
 
@@ -89,7 +92,7 @@ def sandbox_packages(exercises: list[Exercise], code: str = "") -> tuple[str, ..
     chapter forbids from PyTorch, SciPy or JAX does not exist in its sandbox."""
     from .. import chapters
 
-    extra = {"torch"} if any(ex.harness for ex in exercises) else set()  # a harness runs PyTorch
+    extra = {"torch"} if any(ex.harness and ex.harness.needs_torch for ex in exercises) else set()
     for ex in exercises:
         if ex.chapter in chapters.numbers():
             extra |= set(chapters.get(ex.chapter).requires)

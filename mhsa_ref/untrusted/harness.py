@@ -16,12 +16,28 @@ sandbox; what an exercise expects (the class a converter must return) comes in i
 
 from __future__ import annotations
 
+import gc
+import tracemalloc
+from builtins import getattr, id, isinstance, max, round, sum  # a learner may replace builtins.round
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from .calls import describe
+
+# Bound when this module is imported, which in the sandbox is before any learner code runs: a
+# learner who later replaces ``tracemalloc.get_traced_memory`` (or ``np.array``) changes nothing
+# that ``run_within_memory`` calls.
+_TRACING, _START, _STOP = tracemalloc.is_tracing, tracemalloc.start, tracemalloc.stop
+_TRACED, _RESET_PEAK = tracemalloc.get_traced_memory, tracemalloc.reset_peak
+_ARRAY = np.array
+# What would let code measured by ``run_within_memory`` hide its allocations: stopping the
+# tracing, forgetting the peak, forgetting the traces.
+TAMPERING = ("stop", "reset_peak", "clear_traces")
+_sealed = False
+_GC_OBJECTS = gc.get_objects
+_HOOKS: tuple = ()  # (push, pop) of saved-tensor hooks, bound by seal_saved_tensors_hooks
 
 
 @dataclass(frozen=True)
@@ -34,6 +50,12 @@ class Harness:
 
     def as_json(self) -> dict:
         return {"name": self.name, "options": dict(self.options)}
+
+    @property
+    def needs_torch(self) -> bool:
+        """Whether the sandbox must hold PyTorch to run this harness (a NumPy chapter's must not:
+        there, PyTorch would compute what the exercise asks outside what it measures)."""
+        return self.name != "run_within_memory"
 
 
 def run_module(cls: Any, init_kwargs: dict, state: dict, inputs: tuple, grad_output: Any) -> tuple:
@@ -76,24 +98,47 @@ def run_within_memory(fn: Any, limit_bytes: int, *args: Any) -> tuple:
     For an exercise with one output: returns it followed by ``1.0`` when the peak of the bytes allocated during the
     call stayed within ``limit_bytes``, else ``[0.0]``: a learner who builds a matrix larger than
     the exercise allows gets the right values and a ``0.0``. The learner's code runs in this
-    process and could fool the measurement; only the memory flag depends on it, never the values.
+    process: in the sandbox ``seal_tracemalloc`` has removed the calls that would stop or reset the
+    measurement, and this function calls only what it bound before learner code loaded. Tracing
+    found stopped after the call counts as over the limit. Only the flag depends on the
+    measurement, never the values; memory that tracemalloc does not see (``mmap``, ``ctypes``)
+    stays unmeasured, and code that rewrites this module's globals (its caller's frame is one
+    ``sys._getframe(1)`` away) still sets the flag: see README, "What the grader guarantees".
     """
-    import tracemalloc
-
-    started = not tracemalloc.is_tracing()
+    started = not _TRACING()
     if started:
-        tracemalloc.start()
-    base = tracemalloc.get_traced_memory()[0]
-    tracemalloc.reset_peak()  # the peak from here on, not from whatever ran before
+        _START()
+    base = _TRACED()[0]
+    _RESET_PEAK()  # the peak from here on, not from whatever ran before
     try:
         result = fn(*args)
-        peak = tracemalloc.get_traced_memory()[1] - base
+        peak = _TRACED()[1] - base
+        within = peak <= limit_bytes and _TRACING()  # stopped and restarted: the peak is lost
     finally:
-        if started:
-            tracemalloc.stop()
+        if started and not _sealed:
+            _STOP()
     # The one output stays whole (a tuple returned by mistake is judged as a wrong type); the flag
     # is a 1-element array, which crosses the sandbox's protocol with its shape intact.
-    return result, np.array([1.0 if peak <= limit_bytes else 0.0])
+    return result, _ARRAY([1.0 if within else 0.0])
+
+
+def seal_tracemalloc() -> None:
+    """Start tracing for good and remove ``TAMPERING`` from ``tracemalloc`` and ``_tracemalloc``,
+    for this process: called by the sandbox before learner code loads, where an exercise runs
+    through ``run_within_memory``. (``tracemalloc`` re-exports ``_tracemalloc``'s functions, so
+    both modules must lose them; the harness keeps its own references, bound at import.)"""
+    global _sealed
+    import _tracemalloc
+
+    if not _TRACING():
+        _START()
+    for name in TAMPERING:
+        def removed(*args: Any, __name: str = name, **kwargs: Any) -> None:
+            raise RuntimeError(f"tracemalloc.{__name} is not available while memory is measured")
+
+        for module in (tracemalloc, _tracemalloc):
+            setattr(module, name, removed)
+    _sealed = True
 
 
 
@@ -113,6 +158,8 @@ def run_saving(fn: Any, q: Any, k: Any, v: Any, flag: Any, grad_output: Any, row
     import torch
 
     xs = [torch.tensor(np.array(a), requires_grad=True) for a in (q, k, v)]
+    score_bytes = xs[0].shape[:-1].numel() * xs[1].shape[-2] * xs[0].element_size()
+    before = _live_storages(torch, score_bytes // 4)
     with saved_bytes() as kept:
         out = fn(*xs, flag)
     if not isinstance(out, torch.Tensor) or not out.requires_grad:
@@ -120,10 +167,17 @@ def run_saving(fn: Any, q: Any, k: Any, v: Any, flag: Any, grad_output: Any, row
         raise TypeError(f"{getattr(fn, '__name__', 'the function')} returned {got}; expected a tensor "
                         "that autograd can differentiate (do not detach the output)")
     kept.add_attributes(out)
+    # What the hooks and the graph do not show: tensors kept alive elsewhere (a global, a closure,
+    # a container on ctx) that forward created or wrote into.
+    # The output counts too, whole storage and all: the allowance has room for it.
+    for t in _live_tensors(torch):
+        storage = t.untyped_storage()
+        key = storage.data_ptr()
+        if key not in before or not _same(before[key], storage):
+            kept._record(t)
     out.backward(torch.from_numpy(np.array(grad_output)))
     qt, kt, vt = xs
     allowance = slack * (sum(x.nbytes for x in xs) + out.nbytes) + row_bytes * qt.shape[:-1].numel()
-    score_bytes = qt.shape[:-1].numel() * kt.shape[-2] * qt.element_size()
     over = max(0.0, kept.total - allowance) / max(score_bytes, 1)
     grads = [np.zeros(0, np.float32) if x.grad is None else x.grad.detach().numpy() for x in xs]
     # shape (1,), not 0-d: the sandbox sends arrays with np.ascontiguousarray, which makes 0-d 1-d
@@ -158,12 +212,14 @@ class saved_bytes:
             self._record(t)
             return t
 
-        self._hooks = torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t)
-        self._hooks.__enter__()
+        # In the sandbox, the functions bound before learner code loaded (seal_saved_tensors_hooks)
+        self._push, self._pop = _HOOKS or (torch._C._autograd._push_saved_tensors_default_hooks,
+                                           torch._C._autograd._pop_saved_tensors_default_hooks)
+        self._push(pack, lambda t: t)
         return self
 
     def __exit__(self, *exc: Any) -> None:
-        self._hooks.__exit__(*exc)
+        self._pop()
 
     def add_attributes(self, out: Any) -> None:
         import torch
@@ -183,6 +239,50 @@ class saved_bytes:
     @property
     def total(self) -> int:
         return sum(self._storages.values())
+
+
+def seal_saved_tensors_hooks() -> None:
+    """Bind the saved-tensor hooks' push and pop for ``saved_bytes``, then remove them from
+    PyTorch for this process: called by the sandbox before learner code loads, where an exercise
+    runs through ``run_saving``. A learner's own hooks, pushed inside the harness's, would be the
+    ones autograd calls, and the harness's would see nothing saved (``saved_tensors_hooks``,
+    ``save_on_cpu`` and non-reentrant checkpointing all push hooks)."""
+    global _HOOKS
+    import torch
+
+    autograd = torch._C._autograd
+    _HOOKS = (autograd._push_saved_tensors_default_hooks, autograd._pop_saved_tensors_default_hooks)
+    for name in ("_push_saved_tensors_default_hooks", "_pop_saved_tensors_default_hooks"):
+        def removed(*args: Any, __name: str = name, **kwargs: Any) -> None:
+            raise RuntimeError("saved tensor hooks are not available while saved memory is measured")
+
+        setattr(autograd, name, removed)
+
+
+def _live_tensors(torch: Any) -> list:
+    """Every tensor with a Python object (tensors are tracked by the garbage collector)."""
+    return [o for o in _GC_OBJECTS() if isinstance(o, torch.Tensor) and o.device.type == "cpu"
+            and not o.is_meta]
+
+
+def _live_storages(torch: Any, big: int) -> dict:
+    """The storages alive now, by address: a copy of those of at least ``big`` bytes (a buffer
+    prepared before the call, which the call could fill with the weights), else None."""
+    found = {}
+    for t in _live_tensors(torch):
+        storage = t.untyped_storage()
+        found[storage.data_ptr()] = (storage.nbytes(), storage.clone() if storage.nbytes() >= big else None)
+    return found
+
+
+def _same(before: tuple, storage: Any) -> bool:
+    import torch
+
+    nbytes, copy = before
+    if nbytes != storage.nbytes() or copy is None:  # resized; or too small to be worth a copy
+        return nbytes == storage.nbytes()
+    u8 = lambda st: torch.empty(0, dtype=torch.uint8).set_(st)
+    return torch.equal(u8(copy), u8(storage))
 
 
 HARNESSES = {f.__name__: f for f in (run_module, run_converter, run_within_memory, run_saving)}

@@ -23,6 +23,21 @@ from ...spec import FLOAT32_OUTPUT, INPUT_MODIFIED, Case, Exercise, Misconceptio
 from ...untrusted.harness import Harness
 
 REFERENCE = f"{__package__}.reference_torch"
+
+# The fused kernels behind F.scaled_dot_product_attention, each callable on its own (and each
+# with a backward that keeps only O(L) per row, which is what this chapter asks to write). An
+# operator of the installed PyTorch that a name here does not match is skipped.
+SDPA_KERNELS = tuple(f"torch.ops.aten.{op}" for op in (
+    "_scaled_dot_product_attention_math", "_scaled_dot_product_attention_math_for_mps",
+    "_scaled_dot_product_flash_attention", "_scaled_dot_product_flash_attention_backward",
+    "_scaled_dot_product_flash_attention_for_cpu", "_scaled_dot_product_flash_attention_for_cpu_backward",
+    "_scaled_dot_product_efficient_attention", "_scaled_dot_product_efficient_attention_backward",
+    "_scaled_dot_product_cudnn_attention", "_scaled_dot_product_cudnn_attention_backward",
+    "_scaled_dot_product_fused_attention_overrideable", "_scaled_dot_product_fused_attention_overrideable_backward",
+    "_flash_attention_forward", "_flash_attention_backward", "_flash_attention_forward_no_dropout_inplace",
+    "_efficient_attention_forward", "_efficient_attention_backward", "_native_multi_head_attention",
+    "_triton_scaled_dot_attention", "_triton_multi_head_attention",
+))
 MISTAKES = f"{__package__}.mistakes"
 
 # ---------------------------------------------------------------------------------------------
@@ -107,7 +122,9 @@ SOFTMAX_BACKWARD = Exercise(
         FLOAT32_OUTPUT,
         INPUT_MODIFIED,
     ),
-    forbidden=("mhsa_ref",),
+    # The NumPy warm-up: PyTorch would do it in one call (torch._softmax_backward_data, or
+    # autograd through torch.softmax), so its sandbox holds no PyTorch.
+    forbidden=("torch", "mhsa_ref"),
 )
 
 # ---------------------------------------------------------------------------------------------
@@ -204,7 +221,10 @@ RECOMPUTED_ATTENTION = Exercise(
     ),
     forbidden=(
         "torch.nn.functional.scaled_dot_product_attention",
+        *SDPA_KERNELS,
         "torch.utils.checkpoint.checkpoint",
+        "torch.utils.checkpoint.CheckpointFunction",  # what checkpoint(use_reentrant=True) applies
+        "torch.utils.checkpoint._checkpoint_without_reentrant_generator",  # and use_reentrant=False
         "mhsa_ref",
     ),
     uses=("08.softmax_backward",),
