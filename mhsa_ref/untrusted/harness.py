@@ -159,7 +159,9 @@ def run_saving(fn: Any, q: Any, k: Any, v: Any, flag: Any, grad_output: Any, row
 
     xs = [torch.tensor(np.array(a), requires_grad=True) for a in (q, k, v)]
     score_bytes = xs[0].shape[:-1].numel() * xs[1].shape[-2] * xs[0].element_size()
-    before = _live_storages(torch, score_bytes // 4)
+    # Only in the sandbox (sealed): scanning every live object costs seconds in a big process
+    # such as a notebook's or the test suite's, and there the learner's code is trusted anyway.
+    before = _live_storages(torch, score_bytes // 4) if _HOOKS else None
     with saved_bytes() as kept:
         out = fn(*xs, flag)
     if not isinstance(out, torch.Tensor) or not out.requires_grad:
@@ -170,7 +172,7 @@ def run_saving(fn: Any, q: Any, k: Any, v: Any, flag: Any, grad_output: Any, row
     # What the hooks and the graph do not show: tensors kept alive elsewhere (a global, a closure,
     # a container on ctx) that forward created or wrote into.
     # The output counts too, whole storage and all: the allowance has room for it.
-    for t in _live_tensors(torch):
+    for t in _live_tensors(torch) if before is not None else ():
         storage = t.untyped_storage()
         key = storage.data_ptr()
         if key not in before or not _same(before[key], storage):
