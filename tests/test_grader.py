@@ -308,11 +308,11 @@ def test_gradebook_has_one_row_per_student_and_exercise(class_results):
 
 def test_feedback_and_gradescope_results_per_student(class_results):
     out = class_results[1]
-    md = (out / "feedback" / "axis.md").read_text()
+    md = (out / "feedback" / "axis" / "01.md").read_text()
     assert "softmax-wrong-axis" in md and "Score: **3 / 5**" in md
-    html_text = (out / "feedback" / "axis.html").read_text()
+    html_text = (out / "feedback" / "axis" / "01.html").read_text()
     assert "<h2>01.softmax: not yet right (0 / 2)</h2>" in html_text
-    gs = json.loads((out / "gradescope" / "axis.json").read_text())
+    gs = json.loads((out / "gradescope" / "axis" / "01.json").read_text())
     assert gs["score"] == 3 and [t["status"] for t in gs["tests"]] == ["failed", "passed"]
     assert all(set(t) >= {"name", "score", "max_score", "output"} for t in gs["tests"])
 
@@ -330,9 +330,9 @@ def test_untrusted_text_is_escaped_in_html_and_fenced_in_markdown(tmp_path):
     path = save(notebook(SOFTMAX_OK.replace("e = np.exp", f"raise ValueError({evil!r})\n    e = np.exp")),
                 tmp_path / "in" / "01_attention_numpy.ipynb")
     grade_batch([path], tmp_path / "out", seed=1, limits=FAST, progress=False)
-    html_text = (tmp_path / "out" / "feedback" / "01_attention_numpy.html").read_text()
+    html_text = (tmp_path / "out" / "feedback" / "01_attention_numpy" / "01.html").read_text()
     assert "<script>" not in html_text and "&lt;script&gt;" in html_text
-    md = (tmp_path / "out" / "feedback" / "01_attention_numpy.md").read_text()
+    md = (tmp_path / "out" / "feedback" / "01_attention_numpy" / "01.md").read_text()
     assert "````text\n" in md  # the fence is longer than the backticks in the message
 
 

@@ -1370,7 +1370,8 @@ def test_per_student_result_files_are_the_graders(batch: Batch) -> None:
         assert (saved["score"], [e["status"] for e in saved["exercises"]]) == \
                (sub["score"], [e["status"] for e in sub["exercises"]]), sub["student"]
     extra = {p.name for p in batch.out.iterdir()} - {"results.json", "gradebook.csv", "results", "feedback",
-                                                      "gradescope", "summary.md", "summary.png", "run.json"}
+                                                      "gradescope", "summary.md", "summary.png", "run.json",
+                                                      "gradebook-wide.csv", "gradebook-canvas.csv"}
     assert not extra, f"unexpected files in the output directory: {sorted(extra)}"
 
 
@@ -1395,12 +1396,12 @@ def test_honest_notebooks_untouched(batch: Batch) -> None:
 
 def test_feedback_files_belong_to_their_student(batch: Batch) -> None:
     """Each student's feedback and Gradescope file is theirs (no two students share a file name)."""
-    md_files = sorted((batch.out / "feedback").glob("*.md"))
+    md_files = sorted((batch.out / "feedback").rglob("*.md"))
     assert len(md_files) == len(batch.doc["submissions"]), \
         f"{len(md_files)} feedback files for {len(batch.doc['submissions'])} students: some were overwritten"
-    honest = (batch.out / "feedback" / "honest_full.md").read_text()
+    honest = (batch.out / "feedback" / "honest_full" / "01.md").read_text()
     assert "Notebook: `honest_full.ipynb`" in honest and "Score: **5 / 5**" in honest, honest[:300]
-    grades = json.loads((batch.out / "gradescope" / "honest_full.json").read_text())
+    grades = json.loads((batch.out / "gradescope" / "honest_full" / "01.json").read_text())
     assert grades["score"] == 5.0
 
 

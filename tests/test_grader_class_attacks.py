@@ -216,12 +216,12 @@ def test_a_notebook_cannot_choose_its_chapter(graded):
 
 def test_other_chapters_exercises_are_reported_in_feedback_and_summary(graded):
     cls, out, doc, _ = graded
-    feedback = next(p for p in (out / "feedback").glob("mallory*.md")).read_text()
+    feedback = next(p for p in (out / "feedback").glob("mallory/*.md")).read_text()
     assert "05.MultiHeadSelfAttention" in feedback and "earn nothing" in feedback
     assert "says it is chapter 05" in feedback
     summary = (out / "summary.md").read_text()
     assert "Exercises of another chapter" in summary and "05.from_torch_mha" in summary
-    assert json.loads((out / "gradescope" / "mallory.json").read_text())["score"] == 0.0
+    assert json.loads((out / "gradescope" / "mallory" / "02.json").read_text())["score"] == 0.0
 
 
 def test_without_a_configured_chapter_the_notebook_suggests_and_the_results_say_so(tmp_path):
@@ -404,7 +404,7 @@ def test_two_notebooks_claiming_one_student_are_both_reported(graded):
     grace = _subs(doc, "grace")
     assert sorted(s["score"] for s in grace) == [0.0, 2.0]  # neither merged into nor replacing the other
     assert all(any("also claim student 'grace'" in n for n in s["notes"]) for s in grace)
-    assert len(list((out / "feedback").glob("grace*.md"))) == 2
+    assert len(list((out / "feedback").glob("grace/02~*.md"))) == 2
     summary = (out / "summary.md").read_text()
     assert "## Students claimed by more than one notebook" in summary
 
@@ -483,14 +483,14 @@ def _assert_inert(html: str, where: str) -> None:
 
 def test_feedback_and_summary_render_no_markup_from_a_submission(graded):
     _, out, doc, _ = graded
-    files = sorted((out / "feedback").glob("*.md")) + [out / "summary.md"]
+    files = sorted((out / "feedback").rglob("*.md")) + [out / "summary.md"]
     for md in files:
         _assert_inert(_rendered(md.read_text()), md.name)
-    for page in (out / "feedback").glob("*.html"):
+    for page in (out / "feedback").rglob("*.html"):
         _assert_inert(page.read_text(), page.name)
     hostile = _one(doc, HOSTILE_FOLDER)
     assert hostile["exercises"][0]["status"] == "error" and "alert(1)" in hostile["exercises"][0]["feedback"]
-    evil = next(p for p in (out / "feedback").glob("evil*.md"))
+    evil = next(p for p in (out / "feedback").glob("evil*/*.md"))
     assert "`evil\\n<img src=x onerror=alert(1)>.ipynb`" in evil.read_text()  # shown, escaped, on one line
 
 
@@ -510,7 +510,7 @@ def test_gradebook_cells_cannot_be_formulas(graded):
 
 def test_gradescope_results_are_shown_as_text(graded):
     _, out, doc, _ = graded
-    for path in (out / "gradescope").glob("*.json"):
+    for path in (out / "gradescope").rglob("*.json"):
         result = json.loads(path.read_text())
         assert result["output_format"] == result["test_output_format"] == result["test_name_format"] == "text"
         assert all(t["output_format"] == "text" for t in result["tests"])
@@ -639,4 +639,4 @@ def test_file_names_that_are_not_utf8_are_graded_and_shown(tmp_path):
     out = tmp_path / "out"
     doc = grade_batch([cls], out, seed=1, chapter="02", limits=Limits(timeout_s=5), progress=False)
     assert sorted((s["student"], s["score"]) for s in doc["submissions"]) == [("alice", 2.0), ("\ufffd\ufffd", 2.0)]
-    assert "\ufffd\ufffd" in (out / "summary.md").read_text() and len(list((out / "feedback").glob("*.md"))) == 2
+    assert "\ufffd\ufffd" in (out / "summary.md").read_text() and len(list((out / "feedback").rglob("*.md"))) == 2

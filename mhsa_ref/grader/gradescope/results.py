@@ -1,4 +1,4 @@
-"""gradescope/<student>.json: each result in Gradescope's results.json format (one test per
+"""gradescope/<student>/<chapter>.json: each result in Gradescope's results.json format (one test per
 exercise), and ``collect``: the one the bundle's ``run_autograder`` hands to Gradescope.
 
 Every text field is declared ``text`` (Gradescope's default for ``output`` is ``simple_format``,
@@ -48,7 +48,7 @@ def collect(out: Path, destination: Path, chapter: str) -> None:
     bundle's): the best-scoring notebook of the submission counts, never above the chapter's
     maximum, and a result of any other chapter counts nothing."""
     maximum = sum(ex.points for ex in exercises.for_chapter(chapter))
-    docs = [json.loads(p.read_text()) for p in sorted((out / "gradescope").glob("*.json"))]
+    docs = [json.loads(p.read_text()) for p in sorted((out / "gradescope").rglob("*.json"))]
     skipped = []
     batch_file = out / "results.json"
     if batch_file.exists():

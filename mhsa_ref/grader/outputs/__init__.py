@@ -1,11 +1,17 @@
 """What a batch writes, one file per format, each a ``write(batch, out)`` of a ``BatchResults``.
 
     results_json  results.json: DESIGN.md's schema, for tools
-    gradebook     gradebook.csv: one row per student and exercise, for spreadsheets and LMS imports
-    feedback      feedback/<student>.md and .html, written for the learner
-    gradescope    gradescope/<student>.json: Gradescope's results.json (``grader/gradescope/``, with
-                  the rest of Gradescope)
-    summary       summary.md and summary.png: the class at a glance, misconceptions counted
+    gradebook     gradebook.csv: one row per notebook and exercise (the long format)
+    gradebook_wide  gradebook-wide.csv (any spreadsheet, Moodle) and gradebook-canvas.csv: one row
+                  per student, a column per chapter, total and percentage
+    feedback      feedback/<student>/<chapter>.md and .html, written for the learner
+    gradescope    gradescope/<student>/<chapter>.json: Gradescope's results.json
+                  (``grader/gradescope/``, with the rest of Gradescope)
+    summary       summary.md and summary.png: per chapter, per student, statuses, misconceptions
+
+Per-student file names come from ``names.file_names``; every number across chapters from
+``scores.tally``. A new per-exercise field of the results shows in gradebook.csv by adding it to
+``gradebook.COLUMNS``.
 
 A new format is a new file here and one line in ``WRITERS``. Everything a submission produced
 (error messages, type names, file names) is untrusted text: every writer escapes it for its
@@ -18,9 +24,10 @@ from pathlib import Path
 
 from ..results import BatchResults
 from ..gradescope import results as gradescope
-from . import feedback, gradebook, results_json, summary
+from . import feedback, gradebook, gradebook_wide, results_json, summary
 
-WRITERS = (results_json.write, gradebook.write, feedback.write, gradescope.write, summary.write)
+WRITERS = (results_json.write, gradebook.write, gradebook_wide.write, feedback.write, gradescope.write,
+           summary.write)
 
 
 def write_all(batch: BatchResults, out: Path) -> dict:

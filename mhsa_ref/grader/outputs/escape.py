@@ -61,3 +61,9 @@ def csv_cell(value: object) -> object:
     if value[:1] in _FORMULA_START or stripped in _FORMULA_START or value.lstrip(" ")[:1] in _FORMULA_START:
         return "'" + value
     return value
+
+
+def md_table_code(text: object) -> str:
+    """``md_code`` for a cell of a GitHub-flavoured Markdown table: a ``|`` inside would end the
+    cell even within a code span, so it is escaped (GFM turns ``\\|`` back into ``|`` there)."""
+    return md_code(text).replace("|", "\\|")

@@ -1,26 +1,43 @@
-"""gradebook.csv: one row per student and exercise, for spreadsheets and LMS imports."""
+"""gradebook.csv: the long format, one row per notebook and exercise (and one row for a notebook
+that could not be graded at all), for spreadsheets and pivot tables. The wide, per-student
+gradebooks are ``gradebook_wide``.
+
+A new per-exercise field of the results is one entry in ``COLUMNS``: its header and how to read
+it from a notebook's result and an exercise's.
+"""
 
 from __future__ import annotations
 
 import csv
 import io
 from pathlib import Path
+from typing import Callable
 
 from ...untrusted.outcome import ERROR
-from ..results import BatchResults, SubmissionResult
+from ..results import BatchResults, ExerciseResult, SubmissionResult
 from ..store import write_atomically
 from .escape import csv_cell
 
-COLUMNS = ["student", "notebook", "chapter", "exercise", "status", "score", "max_score", "misconception"]
+# header -> (value for an exercise's row, value for the row of a notebook that could not be graded)
+COLUMNS: dict[str, tuple[Callable[[SubmissionResult, ExerciseResult], object], Callable[[SubmissionResult], object]]] = {
+    "student": (lambda r, e: r.student, lambda r: r.student),
+    "notebook": (lambda r, e: r.path, lambda r: r.path),
+    "chapter": (lambda r, e: r.chapter or "", lambda r: r.chapter or ""),
+    "exercise": (lambda r, e: e.id, lambda r: ""),
+    "status": (lambda r, e: e.status, lambda r: ERROR),
+    "score": (lambda r, e: e.score, lambda r: 0),
+    "max_score": (lambda r, e: e.max_score, lambda r: r.max_score),
+    "misconception": (lambda r, e: e.misconception or "", lambda r: ""),
+}
 
 
 def gradebook_csv(results: list[SubmissionResult]) -> str:
-    rows = [COLUMNS]
+    rows = [list(COLUMNS)]
     for r in results:
         if r.error:
-            rows.append([r.student, r.path, r.chapter or "", "", ERROR, 0, r.max_score, ""])
+            rows.append([ungraded(r) for _, ungraded in COLUMNS.values()])
         for e in r.exercises:
-            rows.append([r.student, r.path, r.chapter, e.id, e.status, e.score, e.max_score, e.misconception or ""])
+            rows.append([graded(r, e) for graded, _ in COLUMNS.values()])
     out = io.StringIO()
     csv.writer(out).writerows([[csv_cell(v) for v in row] for row in rows])
     return out.getvalue()

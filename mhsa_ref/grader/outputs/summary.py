@@ -1,4 +1,6 @@
-"""summary.md and summary.png: the class at a glance, misconceptions counted across students."""
+"""summary.md and summary.png: the class at a glance. Numbers per chapter (each out of its own
+maximum) and per student across chapters, from ``scores.tally``; statuses and misconceptions
+counted across the class; who is who and what needs a person's decision."""
 
 from __future__ import annotations
 
@@ -12,7 +14,11 @@ from ...judge import COMMON_MISCONCEPTIONS
 from ...untrusted.outcome import STATUSES
 from ..results import BatchResults, SubmissionResult
 from ..store import write_atomically
-from .escape import md_code
+from .escape import md_code, md_table_code
+from .names import file_names
+from .scores import UNGRADABLE, Tally, number, percent, status_columns, tally
+
+NOT_SUBMITTED = "\u2014"  # an em dash: no notebook of this chapter (counts 0 in the total)
 
 
 def summary(results: list[SubmissionResult], batch: BatchResults | None = None) -> tuple[str, Counter]:
@@ -30,14 +36,13 @@ def summary(results: list[SubmissionResult], batch: BatchResults | None = None) 
                 if e.misconception:
                     seen.add((e.id, e.misconception))
         misconceptions.update(seen)
+    t = tally(results)
     lines = ["# Class summary", "", f"{n} student{'s' if n != 1 else ''}, {len(results)} notebook"
-             f"{'s' if len(results) != 1 else ''}.", ""]
-    if results:
-        mean = sum(r.score for r in results) / len(results)
-        top = max(r.max_score for r in results)
-        lines += [f"Mean score {mean:.2f} of {top:g}.", ""]
-    lines += ["## Exercises", "", "| exercise | " + " | ".join(STATUSES) + " |",
-              "|---|" + "---|" * len(STATUSES)]
+             f"{'s' if len(results) != 1 else ''}, {len(t.chapters)} chapter{'s' if len(t.chapters) != 1 else ''}"
+             + (f" ({', '.join(c.chapter for c in t.chapters)})" if t.chapters else "") + ".", ""]
+    lines += _chapter_tables(t) + _student_table(t)
+    lines += ["## Exercises", "", "Results per exercise, over every notebook.", "",
+              "| exercise | " + " | ".join(STATUSES) + " |", "|---|" + "---|" * len(STATUSES)]
     for ex_id, counts in sorted(statuses.items()):
         lines.append(f"| {ex_id} | " + " | ".join(str(counts.get(s, 0)) for s in STATUSES) + " |")
     lines += ["", "## Misconceptions", ""]
@@ -49,6 +54,61 @@ def summary(results: list[SubmissionResult], batch: BatchResults | None = None) 
     return "\n".join(lines) + "\n", misconceptions
 
 
+def _chapter_tables(t: Tally) -> list[str]:
+    """Per chapter: who was graded and how they did, out of that chapter's maximum only."""
+    if not t.chapters:
+        return []
+    lines = ["## Chapters", "",
+             "Each chapter is out of its own maximum. Scores are per student (one notebook counts "
+             "per student and chapter: the best, where several claim one); the percentage is of the "
+             "chapter's maximum.", "",
+             "| chapter | students | notebooks | out of | mean | median | lowest | highest | mean % |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for c in t.chapters:
+        scores = list(c.scores.values())
+        mean_pct = 100.0 * c.mean / c.maximum if c.maximum > 0 and c.mean is not None else None
+        lines.append(f"| {c.chapter} | {c.students} | {c.notebooks} | {number(c.maximum)} | {number(c.mean)} | "
+                     f"{number(c.median)} | {number(min(scores))} | {number(max(scores))} | {percent(mean_pct)} |")
+    disagree = [c for c in t.chapters if len(c.maxima_seen) > 1]
+    for c in disagree:
+        lines += ["", f"Chapter {c.chapter}'s notebooks were graded out of different maxima "
+                      f"({', '.join(number(m) for m in c.maxima_seen)}); the largest is used. Regrade them together."]
+    columns = status_columns(t.chapters)
+    lines += ["", "Exercise results per chapter, over every notebook"
+              + (f" ({UNGRADABLE}: a whole notebook that could not be graded)" if UNGRADABLE in columns else "")
+              + ":", "", "| chapter | " + " | ".join(columns) + " |", "|---|" + "---|" * len(columns)]
+    for c in t.chapters:
+        lines.append(f"| {c.chapter} | " + " | ".join(str(c.statuses.get(s, 0)) for s in columns) + " |")
+    return lines + [""]
+
+
+def _student_table(t: Tally) -> list[str]:
+    """Per student across chapters: each chapter's score of its maximum, the total and percentage."""
+    if not t.students:
+        return []
+    lines = ["## Students", "",
+             f"Each chapter's score is out of that chapter's maximum; the total is out of "
+             f"{number(t.possible)}, the sum of the maxima, and a chapter with no notebook ({NOT_SUBMITTED}) "
+             "counts 0 in it. `*`: several notebooks claim this student for the chapter, and the best "
+             "counts (decide which should; see below). `!`: the notebook could not be graded.", "",
+             "| student | " + " | ".join(f"{c.chapter} (of {number(c.maximum)})" for c in t.chapters)
+             + f" | total (of {number(t.possible)}) | % |",
+             "|---|" + "---|" * (len(t.chapters) + 2)]
+    for s in t.students:
+        cells = []
+        for c in t.chapters:
+            cell = s.cells[c.chapter]
+            cells.append(NOT_SUBMITTED if cell.score is None else
+                         number(cell.score) + (" *" if cell.notebooks > 1 else "") + (" !" if cell.ungradable else ""))
+        lines.append(f"| {md_table_code(s.student)} | " + " | ".join(cells)
+                     + f" | {number(s.total)} | {percent(s.percentage)} |")
+    if t.unassigned:
+        lines += ["", f"{len(t.unassigned)} notebook(s) could not be assigned to a chapter and count in no "
+                      "total (grade them with `--chapter NN`):", ""]
+        lines += [f"- {md_code(r.student)}: {md_code(r.path)}" for r in t.unassigned]
+    return lines + [""]
+
+
 MAX_LISTED = 500  # skipped paths listed here; results.json lists every one
 
 
@@ -58,9 +118,11 @@ def _batch_sections(results: list[SubmissionResult], batch: BatchResults | None)
     if batch is not None and batch.claimed_twice:
         lines += ["", "## Students claimed by more than one notebook", "",
                   "Each notebook was graded and reported on its own; none replaced another. Decide which counts.", ""]
+        names = dict(zip((r.path for r in results), file_names(results)))
         for claim in batch.claimed_twice:
             lines.append(f"- {md_code(claim['student'])}, chapter {claim['chapter']}: "
-                         + ", ".join(md_code(p) for p in claim["paths"]))
+                         + ", ".join(f"{md_code(p)} (feedback/{md_code(names[p])}.md)" if p in names else md_code(p)
+                                     for p in claim["paths"]))
     if batch is not None and batch.skipped:
         lines += ["", "## Paths not graded", ""]
         lines += [f"- {md_code(s['path'])}: {md_code(s['reason'])}" for s in batch.skipped[:MAX_LISTED]]
@@ -105,27 +167,96 @@ def _describe(ex_id: str, mid: str) -> str:
     return re.split(r"(?<=[.:;])\s", mis.message, maxsplit=1)[0].rstrip(".:;")
 
 
-def summary_chart(counts: Counter, n_students: int, path: Path) -> bool:
-    """A bar chart of misconception counts; False when matplotlib is not installed."""
+# Okabe-Ito colours (told apart with the common colour-vision deficiencies), one per status.
+STATUS_COLOURS = {"passed": "#009E73", "failed": "#E69F00", "error": "#D55E00", "timeout": "#CC79A7",
+                  "out_of_memory": "#56B4E9", "not_implemented": "#BBBBBB", "missing": "#F0E442",
+                  "forbidden": "#0072B2", UNGRADABLE: "#000000"}
+
+
+def summary_chart(t: Tally, counts: Counter, n_students: int, path: Path) -> bool:
+    """summary.png (``summary_figure``); False when matplotlib is not installed."""
+    fig = summary_figure(t, counts, n_students)
+    if fig is None:
+        return False
+    import matplotlib.pyplot as plt
+
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return True
+
+
+def summary_figure(t: Tally, counts: Counter, n_students: int):
+    """Three panels: each chapter's score distribution (out of its own maximum), the count of each
+    status per chapter, and the misconceptions found. None when matplotlib is not installed."""
     try:
         import matplotlib
 
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
-        return False
+        return None
     items = counts.most_common()[:20][::-1]
-    fig, ax = plt.subplots(figsize=(8, 1.2 + 0.4 * max(1, len(items))), layout="constrained")
-    ax.barh([f"{mid} ({ex_id})" for (ex_id, mid), _ in items], [c for _, c in items], color="#0072B2")
-    ax.set_xlabel(f"students (of {n_students})")
-    ax.set_ylabel("misconception (exercise)")
-    ax.set_title("Misconceptions found across the class")
-    ax.set_xlim(0, max(1, n_students))
+    rows = max(1, len(t.chapters))
+    heights = [1.2 + 0.5 * rows, 1.2 + 0.5 * rows, 1.2 + 0.4 * max(1, len(items))]
+    fig, (dist, stat, mis) = plt.subplots(3, 1, figsize=(9, sum(heights) + 1.0), layout="constrained",
+                                          gridspec_kw={"height_ratios": heights})
+    fig.suptitle(f"Class summary: {n_students} students, {len(t.chapters)} chapter(s)", fontweight="bold")
+    _score_panel(dist, t)
+    _status_panel(stat, t)
+    mis.barh([f"{mid} ({ex_id})" for (ex_id, mid), _ in items], [c for _, c in items], color="#0072B2")
+    mis.set_xlabel(f"students (of {n_students})")
+    mis.set_ylabel("misconception (exercise)")
+    mis.set_title("Misconceptions found across the class")
+    mis.set_xlim(0, max(1, n_students))
     if not items:
-        ax.text(0.5, 0.5, "no known misconception found", transform=ax.transAxes, ha="center")
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return True
+        mis.text(0.5, 0.5, "no known misconception found", transform=mis.transAxes, ha="center")
+    return fig
+
+
+def _score_panel(ax, t: Tally) -> None:
+    """One row per chapter: a dot per distinct score, as large as the students on it, with their
+    count; the median marked. Scores are in % of the chapter's maximum, so chapters compare."""
+    labels = []
+    for y, c in enumerate(t.chapters):
+        labels.append(f"{c.chapter} (of {number(c.maximum)})")
+        pct = Counter(100.0 * v / c.maximum if c.maximum > 0 else 0.0 for v in c.scores.values())
+        xs, ns = list(pct), list(pct.values())
+        ax.scatter(xs, [y] * len(xs), s=[40 + 40 * k for k in ns], color="#0072B2", alpha=0.75, zorder=3)
+        for x, k in zip(xs, ns):
+            ax.annotate(str(k), (x, y), xytext=(0, 9), textcoords="offset points", ha="center", fontsize=8)
+        if c.median is not None and c.maximum > 0:
+            ax.plot([100.0 * c.median / c.maximum] * 2, [y - 0.3, y + 0.3], color="#D55E00", lw=2, zorder=4,
+                    label="median" if y == 0 else None)
+    ax.set_yticks(range(len(labels)), labels)
+    ax.set_ylim(-0.6, max(0.6, len(labels) - 0.4))
+    ax.set_xlim(-5, 105)
+    ax.set_xlabel("score (% of the chapter's maximum points); the number above a dot counts students")
+    ax.set_ylabel("chapter (maximum points)")
+    ax.set_title("Score distribution per chapter")
+    ax.grid(axis="x", alpha=0.3)
+    if t.chapters:
+        ax.legend(loc="lower right", fontsize=8)
+
+
+def _status_panel(ax, t: Tally) -> None:
+    """One stacked bar per chapter: how many exercise results ended in each status."""
+    columns = status_columns(t.chapters)
+    labels = [c.chapter for c in t.chapters]
+    left = [0] * len(t.chapters)
+    for status in columns:
+        widths = [c.statuses.get(status, 0) for c in t.chapters]
+        if not any(widths):
+            continue
+        bars = ax.barh(labels, widths, left=left, color=STATUS_COLOURS.get(status, "#777777"), label=status,
+                       edgecolor="white")
+        ax.bar_label(bars, labels=[str(w) if w else "" for w in widths], label_type="center", fontsize=8,
+                     color="white" if status in ("forbidden", UNGRADABLE, "error") else "black")
+        left = [a + b for a, b in zip(left, widths)]
+    ax.set_xlabel("exercise results (count, over every notebook; ungradable: whole notebooks)")
+    ax.set_ylabel("chapter")
+    ax.set_title("Statuses per chapter")
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, title="status", title_fontsize=8)
+    ax.set_xlim(0, max(left, default=0) * 1.02 + 1)
 
 
 def write(batch: BatchResults, out: Path) -> None:
@@ -134,4 +265,4 @@ def write(batch: BatchResults, out: Path) -> None:
     write_atomically(out / "summary.md", text)
     students = len({r.student for r in results})
     if students > 1:  # a chart of one student says nothing, and drawing it costs most of a one-notebook run
-        summary_chart(counts, students, out / "summary.png")
+        summary_chart(tally(results), counts, students, out / "summary.png")
