@@ -18,7 +18,6 @@ from __future__ import annotations
 import hashlib
 import re
 from collections import Counter
-from pathlib import PurePosixPath
 
 from ..results import SubmissionResult
 
@@ -39,7 +38,8 @@ def file_names(results: list[SubmissionResult]) -> list[str]:
     for r in results:
         chapter = _chapter_name(r.chapter)
         if groups[(r.student, r.chapter)] > 1:  # claimed twice: each notebook beside the other
-            stem = safe_name(PurePosixPath(r.path.replace("\\", "/")).stem)[:40]
+            # The path's end (its last folders and name, which tell the two apart), made safe.
+            stem = safe_name(re.sub(r"\.ipynb$", "", r.path)[-40:])
             chapter = f"{chapter}{HASHED}{stem}{HASHED}{_digest(r.path, 12)}"
         names.append(f"{folder[r.student]}/{chapter}")
     return _distinct(names)

@@ -198,11 +198,16 @@ def summary_figure(t: Tally, counts: Counter, n_students: int):
     items = counts.most_common()[:20][::-1]
     rows = max(1, len(t.chapters))
     heights = [1.2 + 0.5 * rows, 1.2 + 0.5 * rows, 1.2 + 0.4 * max(1, len(items))]
-    fig, (dist, stat, mis) = plt.subplots(3, 1, figsize=(9, sum(heights) + 1.0), layout="constrained",
-                                          gridspec_kw={"height_ratios": heights})
+    from matplotlib.ticker import MaxNLocator
+
+    fig = plt.figure(figsize=(9, sum(heights) + 1.0), layout="constrained")
     fig.suptitle(f"Class summary: {n_students} students, {len(t.chapters)} chapter(s)", fontweight="bold")
+    # One subfigure per panel: a long misconception name widens its own margin, not the others'.
+    dist, stat, mis = (sub.subplots() for sub in fig.subfigures(3, 1, height_ratios=heights))
     _score_panel(dist, t)
     _status_panel(stat, t)
+    for ax in (stat, mis):
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # counts are whole
     mis.barh([f"{mid} ({ex_id})" for (ex_id, mid), _ in items], [c for _, c in items], color="#0072B2")
     mis.set_xlabel(f"students (of {n_students})")
     mis.set_ylabel("misconception (exercise)")
@@ -218,14 +223,15 @@ def _score_panel(ax, t: Tally) -> None:
     count; the median marked. Scores are in % of the chapter's maximum, so chapters compare."""
     labels = []
     for y, c in enumerate(t.chapters):
-        labels.append(f"{c.chapter} (of {number(c.maximum)})")
+        labels.append(f"{c.chapter} (of {number(c.maximum)})\n{c.students} student{'s' if c.students != 1 else ''}")
         pct = Counter(100.0 * v / c.maximum if c.maximum > 0 else 0.0 for v in c.scores.values())
         xs, ns = list(pct), list(pct.values())
         ax.scatter(xs, [y] * len(xs), s=[40 + 40 * k for k in ns], color="#0072B2", alpha=0.75, zorder=3)
         for x, k in zip(xs, ns):
-            ax.annotate(str(k), (x, y), xytext=(0, 9), textcoords="offset points", ha="center", fontsize=8)
+            ax.annotate(str(k), (x, y), xytext=(0, 11), textcoords="offset points", ha="center", fontsize=8,
+                        bbox={"boxstyle": "round,pad=0.1", "facecolor": "white", "edgecolor": "none"}, zorder=5)
         if c.median is not None and c.maximum > 0:
-            ax.plot([100.0 * c.median / c.maximum] * 2, [y - 0.3, y + 0.3], color="#D55E00", lw=2, zorder=4,
+            ax.plot([100.0 * c.median / c.maximum] * 2, [y - 0.25, y + 0.25], color="#D55E00", lw=2, zorder=2,
                     label="median" if y == 0 else None)
     ax.set_yticks(range(len(labels)), labels)
     ax.set_ylim(-0.6, max(0.6, len(labels) - 0.4))
