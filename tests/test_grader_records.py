@@ -273,7 +273,8 @@ def test_gradescope_collect_finds_results_in_student_folders(tmp_path):
 
 
 def test_student_ids_with_pipes_keep_the_markdown_tables_whole():
-    results = [sub("a|b", "01", "x.ipynb", ch01("passed", "passed")), sub("c", "01", "y.ipynb", ch01("failed", "failed"))]
+    results = [sub("a|b", "01", "x.ipynb", ch01("passed", "passed")),
+               sub("c", "01", "y.ipynb", ch01("failed", "failed"))]
     text, _ = summary(results, BatchResults(1, results))
     rows = table(text, "Students")
     assert all(len(r) == 4 for r in rows) and rows[1][0] == "`a\\|b`"

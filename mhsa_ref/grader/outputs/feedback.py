@@ -1,4 +1,4 @@
-"""feedback/<student>.md and .html: each learner's grade, written for the learner.
+"""feedback/<student>/<chapter>.md and .html (``names.file_names``): each learner's grade, written for the learner.
 
 Everything that came from the submission (its file name, messages, notes naming paths) goes
 through ``escape``: inline code spans and fences in Markdown, ``html.escape`` in HTML.

@@ -18,8 +18,10 @@ from ..results import BatchResults, ExerciseResult, SubmissionResult
 from ..store import write_atomically
 from .escape import csv_cell
 
+ExerciseCell = Callable[[SubmissionResult, ExerciseResult], object]
+UngradedCell = Callable[[SubmissionResult], object]
 # header -> (value for an exercise's row, value for the row of a notebook that could not be graded)
-COLUMNS: dict[str, tuple[Callable[[SubmissionResult, ExerciseResult], object], Callable[[SubmissionResult], object]]] = {
+COLUMNS: dict[str, tuple[ExerciseCell, UngradedCell]] = {
     "student": (lambda r, e: r.student, lambda r: r.student),
     "notebook": (lambda r, e: r.path, lambda r: r.path),
     "chapter": (lambda r, e: r.chapter or "", lambda r: r.chapter or ""),
