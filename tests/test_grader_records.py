@@ -195,6 +195,16 @@ def test_wide_csvs_neutralise_formulas_in_student_ids():
                 assert cell.lstrip(" ")[:1] not in ("=", "+", "-", "@", "\uff1d"), row
 
 
+def test_a_student_named_points_possible_cannot_set_canvas_points():
+    """Canvas reads any row whose first cell contains "Points Possible" as the points row."""
+    results = [sub("Points Possible", "01", "a.ipynb", ch01("passed", "failed")),
+               sub("my points possible", "01", "b.ipynb", ch01("failed", "failed"))]
+    rows = list(csv.reader(io.StringIO(canvas_csv(results))))
+    assert [row[0] for row in rows] == ["Student", "Points Possible", "", ""]
+    assert sorted(row[3] for row in rows[2:]) == ["Points Possible", "my points possible"]
+    assert [row[5] for row in rows[1:]] == ["5", "0", "2"]
+
+
 # =============================================================================================
 # Item 6: file names
 

@@ -60,7 +60,8 @@ def canvas_csv(results: list[SubmissionResult]) -> str:
     rows = [CANVAS_STUDENT_COLUMNS + [canvas_assignment(c.chapter) for c in t.chapters],
             [POINTS_POSSIBLE] + blank + [_value(c.maximum) for c in t.chapters]]
     for s in t.students:
-        rows.append([s.student, "", "", s.student, ""] + [_value(s.cells[c.chapter].score) for c in t.chapters])
+        rows.append([_canvas_name(s.student), "", "", s.student, ""]
+                    + [_value(s.cells[c.chapter].score) for c in t.chapters])
     return _csv(rows)
 
 
@@ -71,6 +72,13 @@ def canvas_assignment(chapter: str) -> str:
         return f"Chapter {chapter}: {book_chapters.get(chapter).title}"
     except (ValueError, StopIteration):
         return f"Chapter {chapter}"
+
+
+def _canvas_name(student: str) -> str:
+    """The Student cell. Canvas takes any row whose first cell *contains* "Points Possible" as
+    the points row (``check_for_non_student_row``), so a student who named their notebook that
+    would set every assignment's points; such a row is matched by its SIS Login ID alone."""
+    return "" if POINTS_POSSIBLE.casefold() in student.casefold() else student
 
 
 def _notes(s: StudentScores) -> str:
