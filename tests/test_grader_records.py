@@ -131,7 +131,7 @@ def test_per_student_table_numbers():
     ]
     # The notebook of no chapter is in no total, and said so.
     assert "1 notebook(s) could not be assigned to a chapter" in text and "`erin/notes.ipynb`" in text
-    assert text.startswith("# Class summary\n\n5 students, 9 notebooks, 2 chapters (01, 05).")
+    assert text.startswith("# Class summary\n\n5 students, 9 notebooks. Chapters: 01, 05.\n")
 
 
 def test_tally_is_the_one_source_of_the_numbers():

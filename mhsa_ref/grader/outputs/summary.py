@@ -38,8 +38,9 @@ def summary(results: list[SubmissionResult], batch: BatchResults | None = None) 
         misconceptions.update(seen)
     t = tally(results)
     lines = ["# Class summary", "", f"{n} student{'s' if n != 1 else ''}, {len(results)} notebook"
-             f"{'s' if len(results) != 1 else ''}, {len(t.chapters)} chapter{'s' if len(t.chapters) != 1 else ''}"
-             + (f" ({', '.join(c.chapter for c in t.chapters)})" if t.chapters else "") + ".", ""]
+             f"{'s' if len(results) != 1 else ''}."
+             + (f" Chapter{'s' if len(t.chapters) != 1 else ''}: {', '.join(c.chapter for c in t.chapters)}."
+                if t.chapters else ""), ""]
     lines += _chapter_tables(t) + _student_table(t)
     lines += ["## Exercises", "", "Results per exercise, over every notebook.", "",
               "| exercise | " + " | ".join(STATUSES) + " |", "|---|" + "---|" * len(STATUSES)]
