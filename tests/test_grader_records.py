@@ -269,7 +269,7 @@ def test_batch_writes_files_where_a_person_looks(tmp_path):
     text = (tmp_path / "summary.md").read_text()
     # The claimed-twice section says which file is which notebook.
     for path, name in zip([r.path for r in batch.submissions][5:7], names[5:7]):
-        assert f"`{path}` (feedback/`{name}`.md)" in text
+        assert f"`{path}` (`feedback/{name}.md`)" in text
     assert (tmp_path / "gradebook-wide.csv").read_bytes().decode() == wide_csv(batch.submissions)
     assert (tmp_path / "gradebook-canvas.csv").read_bytes().decode() == canvas_csv(batch.submissions)
 

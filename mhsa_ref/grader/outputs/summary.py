@@ -122,7 +122,7 @@ def _batch_sections(results: list[SubmissionResult], batch: BatchResults | None)
         names = dict(zip((r.path for r in results), file_names(results)))
         for claim in batch.claimed_twice:
             lines.append(f"- {md_code(claim['student'])}, chapter {claim['chapter']}: "
-                         + ", ".join(f"{md_code(p)} (feedback/{md_code(names[p])}.md)" if p in names else md_code(p)
+                         + ", ".join(f"{md_code(p)} ({md_code(f'feedback/{names[p]}.md')})" if p in names else md_code(p)
                                      for p in claim["paths"]))
     if batch is not None and batch.skipped:
         lines += ["", "## Paths not graded", ""]
