@@ -418,3 +418,24 @@ def test_a_real_two_chapter_batch(tmp_path):
     assert sorted(p.relative_to(out / "gradescope").as_posix() for p in (out / "gradescope").rglob("*.json")) == [
         "alice/01.json", "alice/02.json", "bob/01.json", "carol/02.json"]
     assert (out / "summary.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_a_regrade_leaves_no_earlier_runs_files_behind(tmp_path):
+    """bob's notebook is gone and dave's claim resolved: their old files must not stay beside the
+    new ones (a person, or a script mailing feedback, would take them for current)."""
+    write_all(constructed(), tmp_path)
+    assert (tmp_path / "feedback" / "bob" / "01.md").exists()
+    mine = tmp_path / "feedback" / "notes.txt"  # not a kind the writer makes: left alone
+    mine.write_text("instructor's own")
+    outside = tmp_path / "elsewhere.md"
+    outside.write_text("x")
+    (tmp_path / "feedback" / "link.md").symlink_to(outside)
+    again = [r for r in constructed().submissions if r.student != "bob" and "old/" not in r.path]
+    write_all(BatchResults(7, again), tmp_path)
+    got = sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*")
+                 if p.is_file() and p.parts[len(tmp_path.parts)] in ("feedback", "gradescope"))
+    names = file_names(again)
+    assert got == sorted([f"feedback/{n}.md" for n in names] + [f"feedback/{n}.html" for n in names]
+                         + [f"gradescope/{n}.json" for n in names] + ["feedback/notes.txt"])
+    assert names == ["alice/01", "alice/05", "carol/01", "dave/01", "dave/05", "erin/unknown-chapter"]
+    assert not (tmp_path / "feedback" / "bob").exists() and outside.read_text() == "x"

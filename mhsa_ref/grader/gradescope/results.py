@@ -37,10 +37,13 @@ def gradescope_json(r: SubmissionResult) -> dict:
 def write(batch: BatchResults, out: Path) -> None:
     """The writer in ``outputs.WRITERS`` (imported here, not above: outputs imports this module)."""
     from ..outputs.names import file_names
+    from ..outputs.stale import remove_stale
 
-    results = batch.submissions
+    results, written = batch.submissions, set()
     for r, name in zip(results, file_names(results)):
+        written.add(out / "gradescope" / f"{name}.json")
         write_atomically(out / "gradescope" / f"{name}.json", json.dumps(gradescope_json(r), indent=1))
+    remove_stale(out / "gradescope", written, (".json",))
 
 
 def collect(out: Path, destination: Path, chapter: str) -> None:

@@ -14,6 +14,7 @@ from ..results import BatchResults, SubmissionResult
 from ..store import write_atomically
 from .escape import md_code, md_fence, visible
 from .names import file_names
+from .stale import remove_stale
 
 
 def _other_chapters(r: SubmissionResult) -> str:
@@ -74,7 +75,10 @@ def feedback_html(r: SubmissionResult) -> str:
 
 
 def write(batch: BatchResults, out: Path) -> None:
-    results = batch.submissions
+    results, written = batch.submissions, set()
     for r, name in zip(results, file_names(results)):
-        write_atomically(out / "feedback" / f"{name}.md", feedback_markdown(r))
-        write_atomically(out / "feedback" / f"{name}.html", feedback_html(r))
+        for path, text in ((out / "feedback" / f"{name}.md", feedback_markdown(r)),
+                           (out / "feedback" / f"{name}.html", feedback_html(r))):
+            write_atomically(path, text)
+            written.add(path)
+    remove_stale(out / "feedback", written, (".md", ".html"))
