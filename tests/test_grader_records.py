@@ -22,7 +22,6 @@ import re
 import string
 
 import nbformat
-import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 

@@ -119,10 +119,10 @@ def _batch_sections(results: list[SubmissionResult], batch: BatchResults | None)
     if batch is not None and batch.claimed_twice:
         lines += ["", "## Students claimed by more than one notebook", "",
                   "Each notebook was graded and reported on its own; none replaced another. Decide which counts.", ""]
-        names = dict(zip((r.path for r in results), file_names(results)))
+        names = {r.path: f"feedback/{name}.md" for r, name in zip(results, file_names(results))}
         for claim in batch.claimed_twice:
             lines.append(f"- {md_code(claim['student'])}, chapter {claim['chapter']}: "
-                         + ", ".join(f"{md_code(p)} ({md_code(f'feedback/{names[p]}.md')})" if p in names else md_code(p)
+                         + ", ".join(f"{md_code(p)} ({md_code(names[p])})" if p in names else md_code(p)
                                      for p in claim["paths"]))
     if batch is not None and batch.skipped:
         lines += ["", "## Paths not graded", ""]
