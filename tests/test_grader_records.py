@@ -230,11 +230,40 @@ def test_wide_csvs_neutralise_formulas_in_student_ids():
                 assert cell.lstrip(" ")[:1] not in ("=", "+", "-", "@", "\uff1d"), row
 
 
+def _canvas_reads(text: str) -> tuple[list[str], list[str], list[tuple[str, list[str]]]]:
+    """What Canvas's importer (app/models/gradebook_importer.rb: ``header?``,
+    ``update_column_count``, ``strip_non_assignment_columns``, ``check_for_non_student_row``)
+    takes from a file: its assignments, their points, and (SIS Login ID, grades) per student."""
+    rows = list(csv.reader(io.StringIO(text)))
+    header = rows[0]
+    assert len(header) > 3 and "Student" in header[0] and "ID" in header[1]
+    assert re.search(r"SIS\s+User\s+ID", header[2]) and re.search(r"SIS\s+Login\s+ID", header[3])
+    student_columns = 5  # name, ID, SIS User ID, SIS Login ID, and the section ...
+    assert "Section" in header[student_columns - 1]  # ... which must end the student columns
+    assignments = header[student_columns:]
+    non_assignment = r"Current Score|Current Points|Current Grade|Final Score|Final Points|Final Grade|Override"
+    assert not any(re.search(non_assignment, a) or re.search(r"\s\((\d+)\)$", a) for a in assignments)
+    points, students = None, []
+    for row in rows[1:]:
+        if "Points Possible" in row[0]:
+            points = row[student_columns:]
+        else:
+            students.append((row[3], row[student_columns:]))
+    return assignments, points, students
+
+
+def test_canvas_reads_the_assignments_points_and_grades_meant():
+    assignments, points, students = _canvas_reads(canvas_csv(constructed().submissions))
+    assert assignments == [canvas_assignment("01"), canvas_assignment("05")] and points == ["5", "6"]
+    assert students == [("alice", ["5", "6"]), ("bob", ["2", "0"]), ("carol", ["3", ""]), ("dave", ["5", "3"])]
+
+
 def test_a_student_named_points_possible_cannot_set_canvas_points():
     """Canvas reads any row whose first cell contains "Points Possible" as the points row."""
     results = [sub("Points Possible", "01", "a.ipynb", ch01("passed", "failed")),
                sub("my points possible", "01", "b.ipynb", ch01("failed", "failed"))]
     rows = list(csv.reader(io.StringIO(canvas_csv(results))))
+    assert _canvas_reads(canvas_csv(results))[1] == ["5"]
     assert [row[0] for row in rows] == ["Student", "Points Possible", "", ""]
     assert sorted(row[3] for row in rows[2:]) == ["Points Possible", "my points possible"]
     assert [row[5] for row in rows[1:]] == ["5", "0", "2"]
