@@ -62,10 +62,16 @@ assign: $(STAMP)
 
 # JupyterLab on top of the environment, every package already there held at its version
 # (a constraints file frozen from it), so the lab cannot move a pin of jupyter-book or torch.
+# It opens the learner's own copies in $(LAB_DIR)/ (git-ignored): book/ is generated, so work
+# saved there would fail `assign --check` and be lost at the next `make assign`. cp -n never
+# overwrites a copy, so rerunning `make lab` keeps your work and adds only new chapters.
 LAB_STAMP := $(VENV)/.lab-installed
+LAB_DIR ?= my-notebooks
 
 lab: $(LAB_STAMP)
-	$(VENV)/bin/jupyter lab book/
+	mkdir -p $(LAB_DIR)
+	cp -n book/[0-9][0-9]_*.ipynb $(LAB_DIR)/
+	$(VENV)/bin/jupyter lab $(LAB_DIR)
 
 $(LAB_STAMP): $(STAMP) requirements-lab.txt
 	$(PY) -m pip freeze --exclude-editable > $(VENV)/constraints-lab.txt
