@@ -133,7 +133,7 @@ def learner_notebook(solutions_nb, chapter: str, source_name: str):
     return nb
 
 
-# The site's label on a collapsed solution (myst-nb's per-cell prompt; {type} is "source").
+# The labels of a collapsed solution on the site (myst-nb reads them per cell from metadata.mystnb).
 REVEAL_SHOW, REVEAL_HIDE = "Show the solution", "Hide the solution"
 HIDE_INPUT_TAG = "hide-input"
 
