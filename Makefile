@@ -3,13 +3,14 @@
 # make test   run every test: reference, exercises, generator, notebooks (sets up .venv on first use)
 # make test-fast  every test but the slow ones (notebooks, Colab, browser): about a minute
 # make assign regenerate book/ from solutions/
+# make lab    open the book's notebooks in JupyterLab (installs requirements-lab.txt on first use)
 # Override the environment's location with VENV=path (CI uses a fresh one).
 
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: setup vendor book test test-fast assign clean
+.PHONY: setup vendor book test test-fast assign lab clean
 
 setup: $(STAMP)
 
@@ -58,6 +59,25 @@ test-fast: $(STAMP)
 
 assign: $(STAMP)
 	$(PY) -m mhsa_ref.assign
+
+# JupyterLab on top of the environment, every package already there held at its version
+# (a constraints file frozen from it), so the lab cannot move a pin of jupyter-book or torch.
+# It opens the learner's own copies in $(LAB_DIR)/ (git-ignored): book/ is generated, so work
+# saved there would fail `assign --check` and be lost at the next `make assign`. cp -n never
+# overwrites a copy, so rerunning `make lab` keeps your work and adds only new chapters.
+LAB_STAMP := $(VENV)/.lab-installed
+LAB_DIR ?= my-notebooks
+
+lab: $(LAB_STAMP)
+	mkdir -p $(LAB_DIR)
+	cp -n book/[0-9][0-9]_*.ipynb $(LAB_DIR)/
+	$(VENV)/bin/jupyter lab $(LAB_DIR)
+
+$(LAB_STAMP): $(STAMP) requirements-lab.txt
+	$(PY) -m pip freeze --exclude-editable > $(VENV)/constraints-lab.txt
+	$(PY) -m pip install --quiet -c $(VENV)/constraints-lab.txt -r requirements-lab.txt
+	$(PY) -m pip check
+	touch $@
 
 clean:
 	rm -rf _build $(VENDOR) $(VENDOR).tmp

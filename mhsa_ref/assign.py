@@ -11,6 +11,10 @@ For every ``solutions/NN_slug.ipynb`` it
   ``NotImplementedError`` at the same indentation, and drops cells tagged ``solution-only``;
 - stamps ``metadata.mhsa_ref`` (chapter id, source) into the learner notebook;
 
+and, for the website only (``site_notebook``, called by the Sphinx extension ``mhsa_ref.site``
+while the book builds; never written to disk), the chapter with each solution in place and its
+cell's code collapsed behind "Show the solution";
+
 and writes the book's contents from the chapters (``mhsa_ref.contents``): ``_toc.yml``, the
 front page's map and table, the README's table.
 """
@@ -126,6 +130,36 @@ def learner_notebook(solutions_nb, chapter: str, source_name: str):
         elif BEGIN in cell.source:
             raise AssignError(f"{source_name}, cell {index}: solution markers belong in code cells")
     nb.metadata[METADATA_KEY] = {"chapter": chapter, "source": f"solutions/{source_name}"}
+    return nb
+
+
+# The labels of a collapsed solution on the site (myst-nb reads them per cell from metadata.mystnb).
+REVEAL_SHOW, REVEAL_HIDE = "Show the solution", "Hide the solution"
+HIDE_INPUT_TAG = "hide-input"
+
+
+def reveal_solutions(source: str, where: str = "cell") -> str:
+    """``source`` with the solution markers removed and the solution code kept."""
+    stub_solutions(source, where)  # the same validation as the learner's notebook gets
+    return "\n".join(line for line in source.split("\n") if line.strip() not in (BEGIN, END))
+
+
+def site_notebook(solutions_nb, source_name: str):
+    """The chapter as the website shows it: the learner's cells in the learner's order, except
+    that each cell holding a solution holds it in full, its code collapsed (myst-nb's
+    ``hide-input``) under "Show the solution". It is executed once, by the book build, so the
+    checks below it print their verdict on the solution instead of "not implemented yet".
+    The notebooks learners open (book/, Colab) are unchanged: this one is never written."""
+    nb = copy.deepcopy(solutions_nb)
+    nb.cells = [c for c in nb.cells if SOLUTION_ONLY_TAG not in tags(c)]
+    for index, cell in enumerate(nb.cells):
+        if cell.cell_type == "code" and BEGIN in cell.source:
+            cell.source = reveal_solutions(cell.source, f"{source_name}, cell {index}")
+            cell.metadata["tags"] = tags(cell) + [HIDE_INPUT_TAG] * (HIDE_INPUT_TAG not in tags(cell))
+            cell.metadata["mystnb"] = {**cell.metadata.get("mystnb", {}),
+                                       "code_prompt_show": REVEAL_SHOW, "code_prompt_hide": REVEAL_HIDE}
+        elif BEGIN in cell.source:
+            raise AssignError(f"{source_name}, cell {index}: solution markers belong in code cells")
     return nb
 
 

@@ -191,7 +191,7 @@ def generated(root: Path) -> dict[Path, str]:
 
 def _spoken(title: str) -> str:
     """A title as a screen reader should say it."""
-    return re.sub(r"\s*\(.*?\)", "", title).replace("√d_k", "the square root of d_k").replace(",", "")
+    return re.sub(r"\s*\(.*?\)", "", title).replace("√dₖ", "the square root of d sub k").replace(",", "")
 
 
 def _number_word(n: int) -> str:

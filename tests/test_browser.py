@@ -12,8 +12,17 @@ manager are served from ``_static/``, fetched by ``make vendor``). On every page
 - widget snapshots render where the page has widget output;
 - no console errors, no failed or 4xx/5xx requests;
 - the licence footer is there, and at phone width nothing makes the page scroll sideways;
+- every display equation fits its column, at 1280 and at 390 pixels (measured: MathJax's
+  rendered width against the column's), and no math shows a literal backslash;
+- at 1280 pixels no output block scrolls sideways (a line cut off), and a printed table is one
+  output box, not several;
+- the sidebar's chapter titles carry no markup (a literal ``_``, ``$`` or backslash);
 - on a chapter (notebook) page, the Colab button opens that page's notebook in ``book/`` on
   branch ``main`` of the repository named in ``_config.yml``.
+
+On every chapter page, each exercise's solution is in the page inside a collapsed element,
+hidden until its "Show the solution" is clicked and visible after, and no check's output says
+"not implemented yet"; the page's download and Colab button are still the unsolved notebook.
 
 It saves a full-page screenshot of each page at 1280 and 390 pixels wide in
 ``_build/screenshots/`` (look at them). Without Chromium, Playwright or a built site it skips,
@@ -101,14 +110,17 @@ def browser():
         from playwright.sync_api import sync_playwright
     except ImportError:
         _unavailable("Playwright is not installed: pip install -r requirements.txt")
-    if not Path(CHROMIUM).is_file():
-        _unavailable(f"no Chromium at {CHROMIUM}: install Debian's `chromium` (or set CHROMIUM=path)")
+    args = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"]
     with sync_playwright() as p:
-        chromium = p.chromium.launch(
-            executable_path=CHROMIUM,
-            headless=True,
-            args=["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"],
-        )
+        if Path(CHROMIUM).is_file():
+            chromium = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=args)
+        else:  # Playwright's own build, if `python -m playwright install chromium` fetched it
+            try:
+                chromium = p.chromium.launch(headless=True, args=args)
+            except Exception as exc:  # Playwright's error when its browser is not downloaded
+                _unavailable(f"no Chromium at {CHROMIUM} and none from Playwright ({str(exc).splitlines()[0]}): "
+                             "install Debian's `chromium`, set CHROMIUM=path, or run "
+                             "`python -m playwright install chromium` (see README)")
         yield chromium
         chromium.close()
 
@@ -150,6 +162,24 @@ async () => {
     colab: [...document.querySelectorAll("a[href*='colab.research.google.com']")].map(a => a.href),
     footer: [...document.querySelectorAll(".extra_footer")].map(e => e.innerText).join(" "),
     overflow: document.documentElement.scrollWidth - window.innerWidth,
+    // Display equations: the typeset width against the column the equation sits in.
+    equations: [...document.querySelectorAll('mjx-container[display="true"]')].map(c => {
+      const item = window.MathJax && MathJax.startup.document.getMathItemsWithin(c)[0];
+      const column = (c.closest("div.math") || c).parentElement;
+      return {width: Math.ceil(c.querySelector("mjx-math").getBoundingClientRect().width),
+              column: column.clientWidth, tex: (item ? item.math : c.textContent).trim().slice(0, 90)};
+    }),
+    // What a screen reader (and a reader) gets from the math: MathJax's MathML copy.
+    mathText: [...document.querySelectorAll("mjx-assistive-mml")].map(e => e.textContent),
+    // Output blocks whose lines run past the box (cut off, scrolled).
+    cutOff: [...document.querySelectorAll(".cell_output pre")].filter(p => p.scrollWidth > p.clientWidth + 1)
+        .map(p => ({over: p.scrollWidth - p.clientWidth,
+                    line: p.textContent.split("\n").reduce((a, b) => a.length >= b.length ? a : b).slice(0, 100)})),
+    // A cell's printed output split into several boxes.
+    splitStreams: [...document.querySelectorAll(".cell_output")]
+        .filter(o => o.querySelectorAll(":scope > .output.stream").length > 1)
+        .map(o => o.textContent.trim().slice(0, 100)),
+    sidebar: [...document.querySelectorAll(".bd-sidebar-primary nav a")].map(a => a.textContent.trim()),
   };
 }
 """
@@ -214,16 +244,31 @@ def test_page_renders_offline(doc, site_url, browser):
     assert not raw, f"{doc}: raw TeX left in the text: {RAW_MATH.search(info['text'])}"
 
     # Figures: loaded, and described. A figure inside a widget snapshot (an `interact` output)
-    # is drawn by the widget manager from the saved state, which has no place for alt text;
-    # the text around the widget has to describe it.
+    # is drawn by the widget manager from the saved state, which keeps no metadata: the
+    # notebook shows it as an HTML <img> with alt text (chapter 02's show_described).
     for img in info["images"]:
         assert img["width"] > 0, f"{doc}: image {img['src']} did not load"
-        if img["widget"]:
-            continue
         alt = (img["alt"] or "").strip()
+        hint = ("show it as an <img> with alt text, as chapter 02's show_described does" if img["widget"] else
+                'add cell metadata {"mystnb": {"image": {"alt": "..."}}} in solutions/')
         assert alt and not FILE_NAME.search(alt), (
-            f"{doc}: image {img['src']} has no real alt text ({img['alt']!r}); for a notebook "
-            'figure add cell metadata {"mystnb": {"image": {"alt": "..."}}} in solutions/')
+            f"{doc}: image {img['src']} has no real alt text ({img['alt']!r}); {hint}")
+
+    # Equations fit their column at both widths; math shows no TeX escapes.
+    for label, view in (("1280", info), ("390", phone)):
+        wide = [e for e in view["equations"] if e["width"] > e["column"]]
+        assert not wide, (f"{doc}: at {label}px, {len(wide)} display equation(s) wider than their column "
+                          f"(break them into aligned rows): {wide}")
+    escaped = [t for t in info["mathText"] if "\\" in t]
+    assert not escaped, f"{doc}: math shows a literal backslash (\\text{{...}} has no macros): {escaped}"
+
+    # Outputs: no line cut off at 1280, one box per printed table.
+    assert not info["cutOff"], f"{doc}: at 1280px these output lines are cut off (shorten them): {info['cutOff']}"
+    assert not info["splitStreams"], f"{doc}: printed output split into several boxes: {info['splitStreams']}"
+
+    # The sidebar shows titles as plain text.
+    marked = [t for t in info["sidebar"] if re.search(r"[_$\\]", t)]
+    assert not marked, f"{doc}: sidebar titles with markup in them: {marked}"
 
     # Widgets.
     assert info["unrendered"] == 0, f"{doc}: {info['unrendered']} of {info['views']} widget views did not render"
@@ -239,3 +284,70 @@ def test_page_renders_offline(doc, site_url, browser):
         expected = _expected_colab_url(doc)
         assert info["colab"], f"{doc}: no Colab button"
         assert set(info["colab"]) == {expected}, f"{doc}: Colab button goes to {info['colab']}, not {expected}"
+
+
+CHAPTERS = [doc for doc in DOCS if (ROOT / f"{doc}.ipynb").is_file() and (ROOT / "solutions" / f"{Path(doc).name}.ipynb").is_file()]
+
+
+def _solution_cells(doc: str) -> list[list[str]]:
+    """Each solution cell of the chapter: the solution regions it holds, as written."""
+    import nbformat
+
+    from mhsa_ref.notebooks import BEGIN, END
+
+    cells = []
+    for cell in nbformat.read(ROOT / "solutions" / f"{Path(doc).name}.ipynb", as_version=4).cells:
+        if cell.cell_type != "code" or BEGIN not in cell.source:
+            continue
+        regions, inside = [], None
+        for line in cell.source.split("\n"):
+            if line.strip() == BEGIN:
+                inside = []
+            elif line.strip() == END:
+                regions.append("\n".join(inside))
+                inside = None
+            elif inside is not None:
+                inside.append(line)
+        cells.append(regions)
+    return cells
+
+
+@pytest.mark.parametrize("doc", CHAPTERS)
+def test_chapter_page_reveals_each_solution_on_click(doc, site_url, browser):
+    from mhsa_ref.assign import REVEAL_HIDE, REVEAL_SHOW, STUB
+
+    expected = _solution_cells(doc)
+    assert expected, f"{doc}: no solution in solutions/ (the test would check nothing)"
+    # The download button's copy (Sphinx's _sources) is the learner's notebook, unsolved.
+    download = SITE / "_sources" / f"{doc}.ipynb"
+    if download.is_file():
+        import nbformat
+
+        text = "\n".join(c.source for c in nbformat.read(download, as_version=4).cells)
+        assert STUB in text and not any(r in text for regions in expected for r in regions if r.strip()), (
+            f"{doc}: the page's .ipynb download holds a solution")
+    page = browser.new_page(viewport=dict(zip(("width", "height"), WIDTHS["desktop"])))
+    try:
+        page.goto(f"{site_url}/{doc}.html", wait_until="load", timeout=60_000)
+        blocks = page.locator("details.hide", has=page.locator("summary", has_text=REVEAL_SHOW))
+        assert blocks.count() == len(expected), (
+            f"{doc}: {blocks.count()} collapsed solutions on the page, {len(expected)} solution cells in solutions/")
+        for i, regions in enumerate(expected):
+            block = blocks.nth(i)
+            code = block.locator("pre").first
+            text = code.text_content()
+            for region in regions:
+                assert region in text, f"{doc}: solution {i + 1} is not on the page as written:\n{region}"
+            assert STUB not in text
+            assert block.get_attribute("open") is None and not code.is_visible(), (
+                f"{doc}: solution {i + 1} is shown before it is asked for")
+            block.locator("summary").click()
+            code.wait_for(state="visible", timeout=5_000)
+            assert block.locator("summary").inner_text().strip() == REVEAL_HIDE
+        verdicts = page.locator(".cell_output").all_text_contents()
+        assert not [v for v in verdicts if "not implemented yet" in v], (
+            f"{doc}: a check on the page says 'not implemented yet': the site should run the solutions")
+        colab = {a.get_attribute("href") for a in page.locator("a[href*='colab.research.google.com']").all()}
+        assert colab == {_expected_colab_url(doc)}, f"{doc}: Colab button goes to {colab}"
+    finally:
+        page.close()

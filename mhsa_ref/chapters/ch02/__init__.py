@@ -4,6 +4,6 @@ reference.py  softmax_jacobian
 exercises.py  02.softmax_jacobian
 """
 
-TITLE = "Why divide by √d_k"
+TITLE = "Why divide by √dₖ"
 PART = "Build it in NumPy"
 SUMMARY = "variance, saturation, the softmax Jacobian"
