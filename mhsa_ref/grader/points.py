@@ -318,6 +318,17 @@ def apply(results: list[SubmissionResult], points: PointsTable | None = None,
     return warnings
 
 
+def scoring_lines(e: ExerciseResult) -> tuple[list[str], str]:
+    """How an exercise was scored, for the learner: one sentence per part and one for the
+    instructor's adjustment; and the instructor's comment (text for each writer to escape)."""
+    lines = [f"{p['name']}: {'passed' if p['passed'] else 'not passed'} ({p['points']:g} / {p['max_points']:g})"
+             for p in e.parts]
+    if e.override is None:
+        return lines, ""
+    lines.append(f"Adjusted by your instructor to {e.score:g} / {e.max_score:g} (the checks gave {e.points:g}).")
+    return lines, e.override.get("comment") or ""
+
+
 # ---------------------------------------------------------------------------------------------
 # Command line (hooks in cli.py)
 
