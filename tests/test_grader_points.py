@@ -350,3 +350,37 @@ def test_a_batch_scores_parts_points_and_overrides_and_a_resume_reapplies_them(t
     assert [g["score"] for g in gradescope] == [9.0]
     gradebook = (out / "gradebook.csv").read_text()
     assert "/bob/01_attention_numpy.ipynb,01,01.scaled_dot_product_attention,failed,5.0,6.0,ignores-argument:mask" in gradebook
+
+
+# =============================================================================================
+# The PyTorch chapters' parts, on the learners the contract test already holds
+
+
+@pytest.mark.parametrize("misconception, passed", [
+    ("block-post-ln-when-pre-ln-asked", {"pre-ln": False, "post-ln": True}),
+    ("block-pre-ln-when-post-ln-asked", {"pre-ln": True, "post-ln": False}),
+    ("block-mask-not-passed", {"pre-ln": False, "post-ln": False}),
+    ("block-missing-residual", {"pre-ln": False, "post-ln": False}),
+])
+def test_a_block_right_in_one_norm_placement_gets_that_parts_points(misconception, passed):
+    pytest.importorskip("torch")
+    from .ch06.learners import BLOCK, CORRECT, WRONG
+
+    (learner,) = [fn for ex_id, mid, fn in WRONG if ex_id == BLOCK and mid == misconception][:1]
+    v = evaluate(learner, BLOCK, seed=2)
+    assert v.misconception == misconception and _parts(v) == passed
+    assert _scored(BLOCK, v).score == 1.5 * sum(passed.values())
+    assert _scored(BLOCK, evaluate(CORRECT[BLOCK][0], BLOCK, seed=2)).score == 3.0
+
+
+def test_a_recomputed_attention_with_a_wrong_backward_gets_the_forwards_point():
+    pytest.importorskip("torch")
+    from .ch08.learners import CORRECT, RA, WRONG
+
+    for ex_id, misconception, learner in WRONG:
+        if ex_id != RA:
+            continue
+        v = evaluate(learner, RA, seed=1)
+        assert v.misconception == misconception and _parts(v) == {"forward": True, "backward": False}, misconception
+        assert _scored(RA, v).score == 1.0
+    assert _scored(RA, evaluate(CORRECT[RA][0], RA, seed=1)).score == 4.0

@@ -272,7 +272,7 @@ def score_exercise(e: ExerciseResult, points: PointsTable = DEFAULT_POINTS) -> N
     else:
         for p in e.parts:
             p["points"] = p["max_points"] if p["passed"] else 0.0
-        e.points = min(sum(p["points"] for p in e.parts), e.max_points)
+        e.points = min(sum((p["points"] for p in e.parts), 0.0), e.max_points)
     e.score, e.override = e.points, None
 
 
@@ -303,7 +303,7 @@ def apply(results: list[SubmissionResult], points: PointsTable | None = None,
             e.score = score
         if r.chapter is not None and any(ex.chapter == r.chapter for ex in exercises.REGISTRY.values()):
             r.max_score = points.chapter_max(r.chapter)
-        r.score = min(sum(e.score for e in r.exercises), r.max_score)
+        r.score = min(sum((e.score for e in r.exercises), 0.0), r.max_score)
     students = {r.student for r in results}
     for o in overrides.entries:
         if (o.student, o.exercise) in used:
