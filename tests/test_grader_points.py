@@ -181,7 +181,8 @@ def test_an_exercise_total_scales_its_parts(tmp_path):
     ("exercise,part,points\n01.softmx,,2\n", "line 2: unknown exercise '01.softmx'"),
     ("exercise,part,points\n01.softmax,,two\n", "line 2: points of 01.softmax 'two' is not a number"),
     ("exercise,part,points\n01.softmax,,nan\n", "line 2: points of 01.softmax 'nan' is not a finite number"),
-    ("exercise,part,points\n01.softmax,,-1\n", "line 2: points of 01.softmax must be >= 0"),
+    ("exercise,part,points\n01.softmax,,-1\n", "line 2: points of 01.softmax must be between 0 and 1e+06, got -1"),
+    ("exercise,part,points\n01.softmax,,1e300\n", "line 2: points of 01.softmax must be between 0 and 1e+06"),
     ("exercise,part,points\n01.softmax,,1\n01.softmax,,2\n", "line 3: 01.softmax is listed twice"),
     ("exercise,part,points\n01.softmax,axis,1\n", "01.softmax has no part 'axis' (it is scored all or nothing)"),
     ("exercise,part,points\n01.scaled_dot_product_attention,mask,1\n", "no part 'mask' (its parts: attention, masking)"),
@@ -231,6 +232,7 @@ def test_overrides_replace_a_score_clamp_and_report_what_matches_nothing(tmp_pat
                             "alice,01.softmax,1,\"late, by two days\"\n"
                             "bob,01.scaled_dot_product_attention,7,regraded by hand\n"
                             "carol,01.softmax,2,who?\n"
+                            "Bob,01.softmax,-0,capitalised\n"
                             "alice,02.softmax_jacobian,1,not submitted\n", "overrides.csv")
     overrides = load_overrides(path)
     results = [_result("alice"), _result("bob")]
@@ -245,7 +247,9 @@ def test_overrides_replace_a_score_clamp_and_report_what_matches_nothing(tmp_pat
     assert warnings == [
         f"{path}, line 3: score 7 for 'bob', {SDPA} is outside [0, 3]; clamped to 3",
         f"{path}, line 4: override for 'carol', 01.softmax not applied: no student 'carol' in this batch",
-        f"{path}, line 5: override for 'alice', 02.softmax_jacobian not applied: 'alice' has no graded chapter 02 "
+        f"{path}, line 5: override for 'Bob', 01.softmax not applied: no student 'Bob' in this batch "
+        "(did you mean 'bob'?)",
+        f"{path}, line 6: override for 'alice', 02.softmax_jacobian not applied: 'alice' has no graded chapter 02 "
         "notebook (not submitted, or not graded: see its error)"]
     # Applied again (a regrade, a --resume): the same scores, not an override on an override.
     assert apply(results, None, overrides) == warnings
@@ -384,3 +388,11 @@ def test_a_recomputed_attention_with_a_wrong_backward_gets_the_forwards_point():
         assert v.misconception == misconception and _parts(v) == {"forward": True, "backward": False}, misconception
         assert _scored(RA, v).score == 1.0
     assert _scored(RA, evaluate(CORRECT[RA][0], RA, seed=1)).score == 4.0
+
+
+def test_a_negative_zero_override_reads_zero(tmp_path):
+    overrides = load_overrides(_write(tmp_path, "student,exercise,score,comment\nalice,01.softmax,-0,\n", "o.csv"))
+    results = [_result("alice")]
+    assert apply(results, None, overrides) == []
+    assert "Adjusted by your instructor to 0 / 2 (the checks gave 2)." in feedback_markdown(results[0])
+    assert json.dumps(results[0].exercises[0].score) == "0.0"

@@ -46,6 +46,7 @@ if TYPE_CHECKING:
 # imports this module for its options before it starts the sandbox's zygote.
 
 POINTS_HEADER = ["exercise", "part", "points"]
+MAX_POINTS = 1e6
 OVERRIDES_HEADER = ["student", "exercise", "score", "comment"]
 OPTIONAL_OVERRIDE_COLUMNS = ["by"]
 
@@ -152,8 +153,8 @@ def load_points(path: str | Path) -> PointsTable:
         where = f"{path}, line {line}"
         ex = _exercise(row["exercise"], where)
         value = _number(row["points"], where, f"points of {ex.id}")
-        if value < 0:
-            raise ConfigError(f"{where}: points of {ex.id} must be >= 0, got {row['points']}")
+        if not 0 <= value <= MAX_POINTS:  # (a total must stay a finite number in results.json)
+            raise ConfigError(f"{where}: points of {ex.id} must be between 0 and {MAX_POINTS:g}, got {row['points']}")
         part = row["part"]
         if not part:
             if ex.id in totals:
@@ -294,7 +295,7 @@ def apply(results: list[SubmissionResult], points: PointsTable | None = None,
             if o is None:
                 continue
             used.add((o.student, o.exercise))
-            score = min(max(o.score, 0.0), e.max_points)
+            score = min(max(o.score, 0.0), e.max_points) + 0.0  # (+ 0.0: never a "-0" score)
             e.override = {"score": score, "comment": o.comment, "by": o.by, "file": overrides.source,
                           "line": o.line, "clamped_from": None if score == o.score else o.score}
             if score != o.score:
@@ -309,7 +310,8 @@ def apply(results: list[SubmissionResult], points: PointsTable | None = None,
         if (o.student, o.exercise) in used:
             continue
         if o.student not in students:
-            why = f"no student {o.student!r} in this batch"
+            near = sorted(s for s in students if s.casefold() == o.student.casefold())
+            why = f"no student {o.student!r} in this batch" + (f" (did you mean {near[0]!r}?)" if near else "")
         else:
             why = (f"{o.student!r} has no graded chapter {o.exercise.split('.')[0]} notebook "
                    "(not submitted, or not graded: see its error)")
