@@ -396,3 +396,37 @@ def test_a_negative_zero_override_reads_zero(tmp_path):
     assert apply(results, None, overrides) == []
     assert "Adjusted by your instructor to 0 / 2 (the checks gave 2)." in feedback_markdown(results[0])
     assert json.dumps(results[0].exercises[0].score) == "0.0"
+
+
+# The NumPy chapters' other parted exercises, on the contract test's wrong learners: a mistake in
+# the shared code (padding, heads) costs every part; one in a part's own code costs that part.
+BUILD_PARTS = {"causal-ignored": None, "causal-upper-triangle": {"padding": True, "causal": False},
+               "causal-diagonal-excluded": {"padding": True, "causal": False}}
+
+
+def test_build_attention_mask_parts_follow_the_code_that_is_wrong():
+    from .ch03.learners import BUILD, WRONG_BY_EXERCISE
+
+    for misconception, learner in WRONG_BY_EXERCISE[BUILD]:
+        v = evaluate(learner, BUILD, seed=5)
+        expected = BUILD_PARTS.get(misconception, {"padding": False, "causal": False})
+        if expected is None:  # never causal: the padding part; always causal: the causal part
+            expected = {"padding": "never" in learner.__name__, "causal": "always" in learner.__name__}
+        assert v.misconception == misconception and _parts(v) == expected, (learner.__name__, v.feedback)
+        assert _scored(BUILD, v).score == sum(expected.values())
+
+
+def test_multi_head_attention_ignoring_the_mask_gets_the_heads_part_and_a_head_mistake_nothing():
+    from .ch04.learners import CORRECT, MHA, WRONG
+
+    right = CORRECT[MHA][0]
+
+    def ignores_mask(X, W_q, W_k, W_v, W_o, num_heads, mask=None):
+        return right(X, W_q, W_k, W_v, W_o, num_heads)
+
+    v = evaluate(ignores_mask, MHA, seed=5)
+    assert _parts(v) == {"heads": True, "masking": False} and _scored(MHA, v).score == 2.0
+    for ex_id, misconception, learner in WRONG:
+        if ex_id == MHA:
+            v = evaluate(learner, MHA, seed=5)
+            assert v.misconception == misconception and _parts(v) == {"heads": False, "masking": False}, misconception
