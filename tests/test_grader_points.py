@@ -171,6 +171,13 @@ def test_points_file_sets_exercises_and_parts(tmp_path):
     assert _scored(SDPA, v, table).score == 1.5
 
 
+def test_a_points_file_saved_by_a_spreadsheet_reads_the_same(tmp_path):
+    text = ('\ufeff"# 01.scaled_dot_product_attention, 3 points in all",,\nexercise,part,points,,\n'
+            "01.softmax,,4,,\r\n01.scaled_dot_product_attention,,6,,\r\n,,,,\r\n")
+    table = load_points(_write(tmp_path, text))
+    assert (table.totals, table.parts) == ({"01.softmax": 4.0, SDPA: 6.0}, {})
+
+
 def test_an_exercise_total_scales_its_parts(tmp_path):
     table = load_points(_write(tmp_path, "exercise,part,points\n01.scaled_dot_product_attention,,6\n"))
     assert table.part_points(exercises.get(SDPA)) == {"attention": 4.0, "masking": 2.0}
@@ -190,7 +197,8 @@ def test_an_exercise_total_scales_its_parts(tmp_path):
     ("exercise,part,points\n01.scaled_dot_product_attention,,5\n01.scaled_dot_product_attention,attention,1\n"
      "01.scaled_dot_product_attention,masking,1\n", "line 2: 01.scaled_dot_product_attention is worth 5, but its parts add up to 2"),
     ("exercise,points\n01.softmax,2\n", "line 1: the header must be exercise,part,points"),
-    ("exercise,part,points\n01.softmax,2\n", "line 2: 2 cells; the header has 3"),
+    ("exercise,part,points\n01.softmax,2,3,4\n", "line 2: 4 cells; the header has 3"),
+    ("exercise,part,points\n01.softmax,,\n", "line 2: points of 01.softmax '' is not a number"),
     ("# nothing\n", "empty; the first line must be the header"),
 ])
 def test_a_bad_points_file_is_an_error_naming_what_and_where(tmp_path, text, message):

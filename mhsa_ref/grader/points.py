@@ -106,7 +106,8 @@ def _rows(path: Path, header: list[str], optional: list[str] = ()) -> tuple[list
         text = Path(path).read_text(encoding="utf-8-sig")  # a spreadsheet's export may start with a BOM
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{path}: cannot read it: {exc}") from None
-    lines = ["" if line.lstrip().startswith("#") else line for line in text.splitlines()]
+    # (a spreadsheet saves a comment line quoted, and pads short rows with empty cells)
+    lines = ["" if line.lstrip().lstrip('"').startswith("#") else line for line in text.splitlines()]
     reader = csv.reader(io.StringIO("\n".join(lines)))
     columns: list[str] | None = None
     rows = []
@@ -114,6 +115,8 @@ def _rows(path: Path, header: list[str], optional: list[str] = ()) -> tuple[list
         if not any(cell.strip() for cell in row):
             continue
         cells = [cell.strip() for cell in row]
+        while cells and not cells[-1]:
+            cells.pop()
         where = f"{path}, line {reader.line_num}"
         if columns is None:
             columns = [c.lower() for c in cells]
@@ -124,6 +127,7 @@ def _rows(path: Path, header: list[str], optional: list[str] = ()) -> tuple[list
                                   + (f" (optionally with {','.join(optional)})" if optional else "")
                                   + f"; got {','.join(cells)}")
             continue
+        cells += [""] * (len(columns) - len(cells))
         if len(cells) != len(columns):
             raise ConfigError(f"{where}: {len(cells)} cells; the header has {len(columns)} ({','.join(columns)})")
         rows.append((reader.line_num, dict(zip(columns, cells))))
