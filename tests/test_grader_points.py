@@ -169,6 +169,10 @@ def test_points_file_sets_exercises_and_parts(tmp_path):
     assert table.chapter_max("01") == 10.0 and table.chapter_max("02") == 2.0  # unlisted: registry's
     v = evaluate(sdpa_ignores_mask, SDPA, seed=0)
     assert _scored(SDPA, v, table).score == 1.5
+    # A notebook that could not be graded counts against the configured maximum too.
+    unreadable = SubmissionResult("x/01.ipynb", "x", "01", 0.0, 5.0, error="cannot read the notebook")
+    apply([unreadable], table)
+    assert (unreadable.score, unreadable.max_score) == (0.0, 10.0)
 
 
 def test_a_points_file_saved_by_a_spreadsheet_reads_the_same(tmp_path):
