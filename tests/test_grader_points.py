@@ -442,3 +442,17 @@ def test_multi_head_attention_ignoring_the_mask_gets_the_heads_part_and_a_head_m
         if ex_id == MHA:
             v = evaluate(learner, MHA, seed=5)
             assert v.misconception == misconception and _parts(v) == {"heads": False, "masking": False}, misconception
+
+
+def test_the_sandbox_grades_a_part_left_unimplemented(tmp_path):
+    """The grader runs every case (``check`` stops at the first unimplemented one), so the part
+    that is written earns its points through the sandbox too."""
+    from mhsa_ref.grader.grade import grade_notebook
+
+    code = SDPA_IGNORES_MASK.replace("    scores =", "    if mask is not None:\n        raise NotImplementedError\n"
+                                                   "    scores =", 1)
+    path = save(notebook(SOFTMAX_OK, code), tmp_path / "01_attention_numpy.ipynb")
+    result = grade_notebook(path, "s", 3, FAST, "01")
+    sdpa = result.exercises[1]
+    assert (sdpa.status, sdpa.score, [p["passed"] for p in sdpa.parts]) == ("not_implemented", 2.0, [True, False])
+    assert result.score == 4.0
