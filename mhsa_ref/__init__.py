@@ -2,7 +2,7 @@
 
 The package, by concept (each has one home):
     chapters/chNN/  chapter NN: its reference code, its registry entries, its known mistakes
-    spec.py         what an exercise is: cases, properties, misconceptions, points
+    spec.py         what an exercise is: cases, properties, misconceptions, points, parts
     exercises.py    the registry: every chapter's exercises, by id or by name
     judge.py        a learner's outcomes -> one verdict, the mistake named
     checks.py       what notebooks use: @exercise and check(fn)

@@ -33,6 +33,17 @@ COMMON_MISCONCEPTIONS = {m.id: m for m in (FLOAT32_OUTPUT, INPUT_MODIFIED)}
 
 
 @dataclass
+class PartVerdict:
+    """How one declared part (``spec.Part``) fared: passed when every case it selects matches on
+    every output it compares."""
+
+    name: str
+    passed: bool
+    n_cases: int
+    case: str | None = None  # the first of its cases that went wrong
+
+
+@dataclass
 class Verdict:
     exercise: str
     status: str  # passed, failed, or how a call ended: error, out_of_memory, not_implemented
@@ -42,6 +53,7 @@ class Verdict:
     details: list[str] = field(default_factory=list)
     n_cases: int = 0
     seed: int | None = None
+    parts: list[PartVerdict] = field(default_factory=list)  # one per declared part, in order
 
     @property
     def passed(self) -> bool:
@@ -113,8 +125,10 @@ class Difference(NamedTuple):
     about_values: bool = False
 
 
-def _first_difference(ex: Exercise, case: Case, reference: Outcome, got: Outcome) -> Difference | None:
-    """Compare one case: None when it matches, else the first thing that is wrong."""
+def _first_difference(ex: Exercise, case: Case, reference: Outcome, got: Outcome,
+                      only: tuple[str, ...] = ()) -> Difference | None:
+    """Compare one case: None when it matches, else the first thing that is wrong. ``only``: the
+    outputs to compare (a part's; empty: all)."""
     if got.ending == NOT_IMPLEMENTED:
         return Difference("not implemented")
     if not got.returned:
@@ -129,6 +143,8 @@ def _first_difference(ex: Exercise, case: Case, reference: Outcome, got: Outcome
         want = f"{len(names)} values ({', '.join(names)})" if len(names) > 1 else "one array"
         return Difference(f"returned {len(got.outputs)} value(s); expected {want}")
     for name, actual, expected in zip(names, got.outputs, reference.outputs):
+        if only and name not in only:
+            continue
         label = f"`{name}`" if len(names) > 1 else "the output"
         arr = _as_plain_array(actual)
         if arr is None:
@@ -209,7 +225,8 @@ def judge(
                          f"outcomes for {len(cases)} cases")
     if reference is None:
         reference = [call(ex.reference, case, len(ex.outputs), ex.harness) for case in cases]
-    verdict = Verdict(ex.id, PASSED, "", n_cases=len(cases), seed=seed)
+    verdict = Verdict(ex.id, PASSED, "", n_cases=len(cases), seed=seed,
+                      parts=judge_parts(ex, cases, outcomes, reference))
     if any(o.ending == NOT_IMPLEMENTED for o in outcomes):
         verdict.status = NOT_IMPLEMENTED
         verdict.feedback = (
@@ -242,6 +259,18 @@ def judge(
         verdict.misconception = mid
     verdict.feedback = _feedback(ex, case, got, diff, mid, found)
     return verdict
+
+
+def judge_parts(ex: Exercise, cases: list[Case], outcomes: list[Outcome],
+                reference: list[Outcome]) -> list[PartVerdict]:
+    """Each declared part judged from its own cases and outputs alone. A part none of whose cases
+    was run (``check`` stops at the first unimplemented one) has not passed."""
+    verdicts = []
+    for part in ex.parts:
+        mine = [(c, r, o) for c, r, o in zip(cases, reference, outcomes) if part.selects(c)]
+        failed = next((c.name for c, r, o in mine if _first_difference(ex, c, r, o, part.outputs)), None)
+        verdicts.append(PartVerdict(part.name, bool(mine) and failed is None, len(mine), failed))
+    return verdicts
 
 
 def _feedback(ex: Exercise, case: Case, got: Outcome, diff: Difference, mid: str | None,

@@ -10,6 +10,15 @@ An exercise is described once, here, as plain data plus trusted functions:
 
 Nothing here runs the learner's code; see ``mhsa_ref.checks`` (in-process, for notebooks) and
 ``mhsa_ref.grader`` (in a sandbox). Each chapter's entries are in ``chapters/chNN/exercises.py``.
+
+Partial credit: an exercise may declare ``parts``, each worth some of its points and scored from
+its own cases and outputs. The rule: a part is a capability the learner writes as a piece of
+code of its own (the mask handling, the backward pass, the Post-LN path), never an easier subset
+of one capability (small inputs, no batch axes, moderate logits). So each part's cases span the
+whole range of the others' difficulties (large logits, batch axes, d_k != d_v), and an
+implementation that only passes "easy" cases passes no part. A part fails on any difference in
+its cases, an input modified in place included; the misconception diagnosis still looks at every
+case.
 """
 
 from __future__ import annotations
@@ -66,6 +75,21 @@ class Misconception:
 
 
 @dataclass(frozen=True)
+class Part:
+    """A piece of an exercise scored on its own (see the rule in the module docstring).
+
+    ``selects`` picks the cases that check it and ``outputs`` the outputs it compares (empty: all
+    of them); ``points`` is the registry's default share of the exercise's points.
+    """
+
+    name: str
+    points: float
+    description: str
+    selects: Callable[[Case], bool] = lambda case: True
+    outputs: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class Exercise:
     id: str  # "01.softmax"
     name: str  # the function name the learner defines
@@ -87,6 +111,20 @@ class Exercise:
     # on one case (build, load a state dict, forward and backward); the case's arguments are the
     # harness's. See ``mhsa_ref.untrusted.harness``.
     harness: Harness | None = None
+    # Independently scored pieces whose points add up to ``points`` (empty: all or nothing).
+    parts: tuple[Part, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.parts:
+            names = [p.name for p in self.parts]
+            if len(set(names)) != len(names) or len(names) < 2:
+                raise ValueError(f"{self.id}: parts need at least two distinct names, got {names}")
+            if abs(sum(p.points for p in self.parts) - self.points) > 1e-9:
+                raise ValueError(f"{self.id}: its parts' points add up to {sum(p.points for p in self.parts):g}, "
+                                 f"not to the exercise's {self.points:g}")
+            unknown = {o for p in self.parts for o in p.outputs} - set(self.outputs)
+            if unknown:
+                raise ValueError(f"{self.id}: parts name outputs {sorted(unknown)} it does not have")
 
     @property
     def chapter(self) -> str:

@@ -8,6 +8,7 @@
                 (what runs inside it is ``mhsa_ref/untrusted``: boot, runner, protocol)
     grade       one notebook: extract, run, judge (``mhsa_ref.judge``), attribute
     results     the grade of one notebook and its one serialised form
+    points      scores from what the checks found: points file, parts, overrides (every run)
     store       results on disk as they are known: atomic, resumable
     batch       many notebooks in parallel, surviving any one of them
     outputs/    one writer per format: results.json, gradebook, feedback, Gradescope, summary;

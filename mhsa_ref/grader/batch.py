@@ -20,6 +20,7 @@ from pathlib import Path
 from . import discover
 from .grade import grade_notebook
 from .outputs import write_all
+from .points import Overrides, PointsTable, apply as apply_points
 from .files import shown
 from .results import BatchResults, SubmissionResult
 from .run import Limits
@@ -31,9 +32,11 @@ _CONTEXT = multiprocessing.get_context("forkserver")
 
 def grade_batch(paths: list[str | Path], out: Path, jobs: int = 1, seed: int | None = None,
                 limits: Limits = Limits(), resume: bool = False, chapter: str | None = None,
-                progress: bool = True, root: str | Path | None = None) -> dict:
+                progress: bool = True, root: str | Path | None = None,
+                points: PointsTable | None = None, overrides: Overrides | None = None) -> dict:
     """Grade every notebook under ``paths`` as ``chapter`` (None: each notebook suggests its own,
-    and its result says so); students are read relative to ``root`` (``discover``)."""
+    and its result says so); students are read relative to ``root`` (``discover``); scores follow
+    ``points`` and ``overrides`` (``points.py``), resumed results included."""
     out = Path(out)
     store = Store(out)
     seed = store.start(seed, chapter, resume, new_seed=lambda: secrets.randbelow(2**31))
@@ -56,6 +59,8 @@ def grade_batch(paths: list[str | Path], out: Path, jobs: int = 1, seed: int | N
     claims = claimed_twice(graded)
     batch = BatchResults(seed, [r for _, r in graded], [shown(r) for r in found.roots],
                          [asdict(s) for s in found.skipped], claims)
+    batch.points_file, batch.overrides_file = (points or PointsTable()).source, (overrides or Overrides()).source
+    batch.override_warnings = apply_points(batch.submissions, points, overrides)
     return write_all(batch, out)
 
 

@@ -3,6 +3,7 @@
     mhsa-grade NOTEBOOK_OR_FOLDER... [--chapter NN] [--root DIR] [--out DIR] [--json PATH|-]
                [--jobs N] [--timeout S] [--memory MB] [--seed N] [--resume]
     mhsa-grade gradescope-bundle CHAPTER -o autograder.zip
+    mhsa-grade points-template [CHAPTER...] [-o points.csv]
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import os
 import sys
 from pathlib import Path
 
-from . import zygote
+from . import points, zygote
 from .limits import Limits
 
 
@@ -21,6 +22,8 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["gradescope-bundle"]:
         return _bundle(argv[1:])
+    if argv[:1] == ["points-template"]:
+        return points.template_main(argv[1:])
     parser = argparse.ArgumentParser(
         prog="mhsa-grade", description="Grade notebooks of 'Multi-Head Self-Attention, Step by Step' in a sandbox.",
         epilog="Also: mhsa-grade gradescope-bundle CHAPTER -o autograder.zip")
@@ -41,6 +44,7 @@ def main(argv: list[str] | None = None) -> int:
                         "under it, or under its submitted/ (nbgrader) (default: each folder argument; file "
                         "arguments share the deepest folder holding them all)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    points.add_options(parser)
     args = parser.parse_args(argv)
     _prestart(args)
     if args.jobs < 1 or args.timeout <= 0 or args.memory < 64:
@@ -57,7 +61,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         doc = grade_batch(args.paths, args.out, jobs=args.jobs, seed=args.seed, resume=args.resume,
                           limits=Limits(timeout_s=args.timeout, memory_mb=args.memory),
-                          chapter=args.chapter, progress=not args.no_progress, root=args.root)
+                          chapter=args.chapter, progress=not args.no_progress, root=args.root,
+                          **points.options(args, parser))
     except (FileNotFoundError, ValueError) as exc:
         parser.error(str(exc))
     text = json.dumps(doc, indent=1)
@@ -66,6 +71,8 @@ def main(argv: list[str] | None = None) -> int:
     elif args.json:
         Path(args.json).write_text(text)
     subs = doc["submissions"]
+    for warning in doc.get("override_warnings", []):
+        print(f"warning: {warning}", file=sys.stderr)
     isolation = sorted({s["isolation"] for s in subs if s.get("isolation")})
     print(f"graded {len(subs)} notebook(s) with seed {doc['seed']} into {args.out}/ "
           f"(isolation: {', '.join(isolation) or 'n/a'})", file=sys.stderr)

@@ -16,6 +16,7 @@ from ..untrusted.outcome import ERROR, FORBIDDEN, MISSING, NOT_IMPLEMENTED, PASS
 from . import discover
 from .extract import LIMITS, NotebookRefused, calls_function, extract, forbidden_uses, read_notebook
 from .files import NotReadable, shown
+from .points import score_exercise
 from .results import ExerciseResult, SubmissionResult
 from .run import Limits, run_submission
 
@@ -93,9 +94,13 @@ def _other_chapters(defined: set[str], chapter: str, claims: tuple[str, ...]) ->
 
 
 def _verdict(ex, cases, run, extracted, seed) -> ExerciseResult:
-    def result(status: str, feedback: str, misconception: str | None = None) -> ExerciseResult:
-        score = ex.points if status == PASSED else 0.0
-        return ExerciseResult(ex.id, score, ex.points, status, misconception, feedback)
+    def result(status: str, feedback: str, misconception: str | None = None, parts=()) -> ExerciseResult:
+        # What the checks found; the score follows from it (the registry's points here, the
+        # batch's points file and overrides in ``points.apply``).
+        r = ExerciseResult(ex.id, 0.0, ex.points, status, misconception, feedback,
+                           parts=[{"name": p.name, "passed": p.passed} for p in parts])
+        score_exercise(r)
+        return r
 
     defined = ex.name in extracted.defined
     static = forbidden_uses(extracted.dropped_imports + extracted.code, ex.name, ex.forbidden) if defined else []
@@ -117,7 +122,7 @@ def _verdict(ex, cases, run, extracted, seed) -> ExerciseResult:
                 if run.status == TIMEOUT else "")
         return result(run.status, f"{ex.name} {run.message}{hint}.")
     verdict = judge(ex, cases, run.outcomes, seed=seed)
-    return result(verdict.status, verdict.feedback, verdict.misconception)
+    return result(verdict.status, verdict.feedback, verdict.misconception, verdict.parts)
 
 
 def _attribute(results: list[ExerciseResult], chapter_exercises, code: str) -> None:

@@ -20,6 +20,13 @@ class ExerciseResult:
     status: str  # one of mhsa_ref.untrusted.outcome.STATUSES
     misconception: str | None = None
     feedback: str = ""
+    # Scoring (``grader/points.py``): ``score`` is what counts, the override's when there is one,
+    # else ``points``, what the checks earned; ``max_points`` (= ``max_score``) is the configured
+    # maximum. ``parts``: {"name", "passed", "points", "max_points"} per declared part.
+    points: float = 0.0
+    max_points: float = 0.0
+    parts: list[dict] = field(default_factory=list)
+    override: dict | None = None  # {"score", "comment", "file", "line", "clamped_from"}
 
 
 @dataclass
@@ -65,12 +72,17 @@ class BatchResults:
     roots: list[str] = field(default_factory=list)  # the class roots students were identified under
     skipped: list[dict] = field(default_factory=list)  # {"path", "reason"}: every path not graded
     claimed_twice: list[dict] = field(default_factory=list)  # {"student", "chapter", "paths"}
+    points_file: str | None = None  # the --points file the scores follow (None: the registry's points)
+    overrides_file: str | None = None
+    override_warnings: list[str] = field(default_factory=list)  # overrides not applied, or clamped
 
     def to_json(self) -> dict:
         """The whole ``results.json``."""
         return {"grader_version": GRADER_VERSION, "seed": self.seed,
                 "submissions": [r.to_json() for r in self.submissions], "roots": list(self.roots),
-                "skipped": list(self.skipped), "claimed_twice": list(self.claimed_twice)}
+                "skipped": list(self.skipped), "claimed_twice": list(self.claimed_twice),
+                "points_file": self.points_file, "overrides_file": self.overrides_file,
+                "override_warnings": list(self.override_warnings)}
 
 
 def results_document(results: list[SubmissionResult], seed: int) -> dict:

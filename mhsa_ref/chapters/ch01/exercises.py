@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import reference as ref
-from ...spec import FLOAT32_OUTPUT, INPUT_MODIFIED, Case, Exercise, Misconception, Property
+from ...spec import FLOAT32_OUTPUT, INPUT_MODIFIED, Case, Exercise, Misconception, Part, Property
 
 # ---------------------------------------------------------------------------------------------
 # 01.softmax
@@ -175,6 +175,17 @@ def _sdpa_cases(rng: np.random.Generator) -> list[Case]:
         Q, K, V = _qkv(rng, batch, Lq, Lk, dk, dv)
         mask = rng.random(batch + (Lq, Lk)) < 0.7 if i > 0 else None
         add(f"random {i + 1}: Q {Q.shape}, K {K.shape}, V {V.shape}, mask {'yes' if mask is not None else 'no'}", Q, K, V, mask)
+    # Drawn last so that the cases above keep their values. The "attention" part (no mask) must
+    # hold every difficulty the masked cases hold (batch axes, large logits, d_k != d_v, Lq != Lk),
+    # and the "masking" part every one the unmasked cases hold: an implementation that only gets
+    # easy inputs right earns no part.
+    Q, K, V = _qkv(rng, (2, 3), 3, 5, 16, 6)
+    add("no mask: two batch axes, large logits (d_k=16, inputs x4)", Q * 4, K * 4, V)
+    Q, K, V = _qkv(rng, (2,), 4, 5, 16, 3)  # and the "masking" part the same, with a fully masked row
+    rows = np.array([[True, False, True, True, False], [False] * 5, [True, True, False, True, True],
+                     [False, True, True, False, True]])
+    mask = np.stack([rows, rows[::-1]])  # fixed, as every fixed case's mask is
+    add("mask with a fully masked row, large logits (d_k=16, inputs x4)", Q * 4, K * 4, V, mask)
     return cases
 
 
@@ -268,6 +279,12 @@ SCALED_DOT_PRODUCT_ATTENTION = Exercise(
     reference=ref.scaled_dot_product_attention,
     make_cases=_sdpa_cases,
     outputs=("out", "weights"),
+    parts=(
+        Part("attention", 2.0, "the cases without a mask: scaled scores, softmax over the keys, weighted values",
+             lambda case: case.args[3] is None),
+        Part("masking", 1.0, "the cases with a mask: blocked keys get no weight, a fully masked row is zero",
+             lambda case: case.args[3] is not None),
+    ),
     properties=(Property("weights are a masked distribution, out = weights @ V", _sdpa_weights_rows),),
     misconceptions=(
         Misconception(

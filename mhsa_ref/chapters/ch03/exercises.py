@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import reference as ref
-from ...spec import INPUT_MODIFIED, Case, Exercise, Misconception, Property
+from ...spec import INPUT_MODIFIED, Case, Exercise, Misconception, Part, Property
 
 # ---------------------------------------------------------------------------------------------
 # Messages shared by several exercises (one id, one explanation, wherever the mistake happens)
@@ -219,6 +219,10 @@ def _build_cases(rng: np.random.Generator) -> list[Case]:
                 arg_names=names,
             )
         )
+    # Last, so the cases above keep their values: the "padding" part (causal=False) meets L=1 and a
+    # single full sequence too, as the "causal" part does.
+    cases += [Case("L=1: lengths [1, 0], padding only", (np.array([1, 0]), 1, False), arg_names=names),
+              Case("one full sequence: lengths [6], L=6, padding only", (np.array([6]), 6, False), arg_names=names)]
     return cases
 
 
@@ -313,6 +317,12 @@ BUILD_ATTENTION_MASK = Exercise(
     reference=ref.build_attention_mask,
     make_cases=_build_cases,
     outputs=("mask",),
+    # The padding mask and the causal triangle are two pieces of code; every causal case has
+    # padding too, so only a right padding mask earns "causal".
+    parts=(
+        Part("padding", 1.0, "causal=False: padded keys blocked, shape (B, 1, L, L)", lambda case: not case.args[2]),
+        Part("causal", 1.0, "causal=True: padded keys and future keys blocked", lambda case: bool(case.args[2])),
+    ),
     properties=(Property("row i of sequence b allows the right keys", _build_rows),),
     misconceptions=(
         Misconception(

@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import reference as ref
-from ...spec import FLOAT32_OUTPUT, INPUT_MODIFIED, Case, Exercise, Misconception, Property
+from ...spec import FLOAT32_OUTPUT, INPUT_MODIFIED, Case, Exercise, Misconception, Part, Property
 
 # ---------------------------------------------------------------------------------------------
 # Wrong building blocks shared by the variants (each is one mistake)
@@ -224,6 +224,10 @@ def _mha_cases(rng: np.random.Generator) -> list[Case]:
         mask = rng.random((B, h, L, L)) < 0.7 if i > 0 else None
         label = f"random {i + 1}: B={B}, L={L}, d={d}, {h} head(s), mask {'yes' if mask is not None else 'no'}"
         add(label, B, L, d, h, mask)
+    # Last, so the cases above keep their values: each part (no mask, mask) meets what the other
+    # has (3 heads with d=6, a single head).
+    add("B=2, L=5, d=6, 3 heads, no mask", 2, 5, 6, 3)
+    add("B=2, L=4, d=4, 1 head, causal mask (4, 4)", 2, 4, 4, 1, np.tril(np.ones((4, 4), dtype=bool)))
     return cases
 
 
@@ -296,6 +300,13 @@ MULTI_HEAD_ATTENTION = Exercise(
     reference=ref.multi_head_attention,
     make_cases=_mha_cases,
     outputs=("out", "weights"),
+    # Heads (split, attend, merge, project) and handing each head its mask are two pieces of code.
+    parts=(
+        Part("heads", 2.0, "the cases without a mask: projections, heads split and merged, W_o",
+             lambda case: case.args[6] is None),
+        Part("masking", 1.0, "the cases with a mask: (L, L), per-head and padding masks broadcast over the heads",
+             lambda case: case.args[6] is not None),
+    ),
     properties=(
         Property("weights are a masked distribution in every head", _mha_weights_rows),
         Property("which part is wrong: split or merge/projection", _mha_which_part),

@@ -14,7 +14,8 @@ from __future__ import annotations
 import numpy as np
 
 from . import reference as ref
-from ...spec import FLOAT32_OUTPUT, INPUT_MODIFIED, Case, Exercise, Misconception, Property, deferred, module_case
+from ...spec import (FLOAT32_OUTPUT, INPUT_MODIFIED, Case, Exercise, Misconception, Part, Property, deferred,
+                     module_case)
 from ...untrusted.harness import Harness
 
 REFERENCE = f"{__package__}.reference_torch"
@@ -164,6 +165,10 @@ def _block_cases(rng: np.random.Generator) -> list[Case]:
         norm_first = bool(rng.integers(2))
         cases.append(case(f"random {i + 1} ({'Pre' if norm_first else 'Post'}-LN, d_model={d}, {h} heads)",
                           d, h, 2 * d, int(rng.integers(1, 3)), int(rng.integers(2, 7)), norm_first))
+    # Drawn last, so the cases above keep their values: each of the parts (Pre-LN, Post-LN) meets
+    # both kinds of mask, so a mask that goes wrong costs both, never the one that met it alone.
+    cases.append(case("Pre-LN with a padding mask", 12, 4, 32, 2, 6, True, padding))
+    cases.append(case("Post-LN with a causal mask", 12, 3, 24, 2, 5, False, causal))
     return cases
 
 
@@ -176,6 +181,14 @@ TRANSFORMER_BLOCK = Exercise(
     reference=deferred(f"{REFERENCE}:TransformerBlock"),
     make_cases=_block_cases,
     outputs=("output", "gradients"),  # named per case: output, x.grad, attn.W_k.bias.grad, ...
+    # The two branches of `if self.norm_first:` are two pieces of code, each checked with and
+    # without both kinds of mask.
+    parts=(
+        Part("pre-ln", 1.5, "norm_first=True: x + attn(ln1(x)), then + ff(ln2(.))",
+             lambda case: case.args[0]["norm_first"]),
+        Part("post-ln", 1.5, "norm_first=False: ln1(x + attn(x)), then ln2(. + ff(.))",
+             lambda case: not case.args[0]["norm_first"]),
+    ),
     misconceptions=(
         Misconception(
             "block-post-ln-when-pre-ln-asked",

@@ -19,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import reference as ref
-from ...spec import FLOAT32_OUTPUT, INPUT_MODIFIED, Case, Exercise, Misconception, Property, deferred
+from ...spec import FLOAT32_OUTPUT, INPUT_MODIFIED, Case, Exercise, Misconception, Part, Property, deferred
 from ...untrusted.harness import Harness
 
 REFERENCE = f"{__package__}.reference_torch"
@@ -180,6 +180,14 @@ RECOMPUTED_ATTENTION = Exercise(
     reference=deferred(f"{REFERENCE}:recomputed_attention"),
     make_cases=_ra_cases,
     outputs=ATTENTION_OUTPUTS,
+    # The Function's forward and its backward are two pieces of code, each checked on every case
+    # (causal or not, L up to 96). A backward that raises takes the forward's output with it: the
+    # harness returns nothing from a call that raised.
+    parts=(
+        Part("forward", 1.0, "`out`, with and without causal", outputs=ATTENTION_OUTPUTS[:1]),
+        Part("backward", 3.0, "q.grad, k.grad and v.grad from weights recomputed in backward, keeping no "
+             "(L, L) tensor", outputs=ATTENTION_OUTPUTS[1:]),
+    ),
     properties=(Property("keeps no (L, L) tensor", _ra_keeps_no_weights),),
     misconceptions=(
         Misconception(

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from ... import exercises
 from ...untrusted.outcome import FAILED, PASSED, WORDS
+from ..points import scoring_lines
 from ..results import BatchResults, SubmissionResult
 from ..store import write_atomically
 
@@ -21,7 +22,7 @@ TEXT = {"output_format": "text", "test_output_format": "text", "test_name_format
 def gradescope_json(r: SubmissionResult) -> dict:
     tests = [{"name": f"{e.id} ({WORDS.get(e.status, e.status)})", "name_format": "text", "score": e.score,
               "max_score": e.max_score, "status": PASSED if e.status == PASSED else FAILED,
-              "output": e.feedback, "output_format": "text"} for e in r.exercises]
+              "output": _scored(e) + e.feedback, "output_format": "text"} for e in r.exercises]
     output = r.error or f"Chapter {r.chapter}: {r.score:g} / {r.max_score:g}."
     if r.other_chapter_exercises:
         output += (f"\nYour notebook also defines {', '.join(r.other_chapter_exercises)}: exercises of another "
@@ -31,7 +32,13 @@ def gradescope_json(r: SubmissionResult) -> dict:
     if r.isolation != "namespaces":
         output += f"\n(Isolation while grading: {r.isolation}.)"
     return {"score": r.score, "execution_time": round(r.seconds, 2), "output": output, **TEXT, "tests": tests,
-            "extra_data": {"seed": r.seed, "chapter": r.chapter, "isolation": r.isolation}}
+            "extra_data": {"seed": r.seed, "chapter": r.chapter, "isolation": r.isolation, "max_score": r.max_score}}
+
+
+def _scored(e) -> str:
+    """Parts and the instructor's adjustment, above the checks' feedback."""
+    said, comment = scoring_lines(e)
+    return "".join(line + "\n" for line in said + ([f"Comment from your instructor: {comment}"] if comment else []))
 
 
 def write(batch: BatchResults, out: Path) -> None:
@@ -50,7 +57,7 @@ def collect(out: Path, destination: Path, chapter: str) -> None:
     """Write ``destination`` for Gradescope from the batch in ``out``, graded as ``chapter`` (the
     bundle's): the best-scoring notebook of the submission counts, never above the chapter's
     maximum, and a result of any other chapter counts nothing."""
-    maximum = sum(ex.points for ex in exercises.for_chapter(chapter))
+    default = sum(ex.points for ex in exercises.for_chapter(chapter))  # when a result does not say (--points)
     docs = [json.loads(p.read_text()) for p in sorted((out / "gradescope").rglob("*.json"))]
     skipped = []
     batch_file = out / "results.json"
@@ -60,7 +67,7 @@ def collect(out: Path, destination: Path, chapter: str) -> None:
         if doc.get("extra_data", {}).get("chapter") != chapter:  # cannot happen: run_autograder passes --chapter
             doc["score"] = 0.0
             doc["output"] = f"Not graded as chapter {chapter}, this assignment's chapter; it counts nothing.\n" + doc["output"]
-        doc["score"] = min(float(doc.get("score", 0.0)), maximum)
+        doc["score"] = min(float(doc.get("score", 0.0)), float(doc.get("extra_data", {}).get("max_score", default)))
     if not docs:
         doc = {"score": 0.0, "output": "No notebook (.ipynb) was found in your submission: upload the "
                                       "chapter's notebook, downloaded from Colab as .ipynb.", **TEXT, "tests": []}

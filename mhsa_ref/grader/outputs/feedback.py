@@ -10,6 +10,7 @@ import html
 from pathlib import Path
 
 from ...untrusted.outcome import PASSED, WORDS
+from ..points import scoring_lines
 from ..results import BatchResults, SubmissionResult
 from ..store import write_atomically
 from .escape import md_code, md_fence, visible
@@ -29,6 +30,9 @@ def feedback_markdown(r: SubmissionResult) -> str:
         lines += ["This notebook could not be graded:", "", md_fence(r.error), ""]
     for e in r.exercises:
         lines += [f"## {e.id}: {WORDS.get(e.status, e.status)} ({e.score:g} / {e.max_score:g})", ""]
+        said, comment = scoring_lines(e)
+        lines += [f"- {line}" for line in said] + ([""] if said else [])
+        lines += ["Comment from your instructor:", "", md_fence(comment), ""] if comment else []
         if e.status != PASSED:
             lines += [md_fence(e.feedback), ""]
     if r.other_chapter_exercises:
@@ -61,6 +65,9 @@ def feedback_html(r: SubmissionResult) -> str:
     for e in r.exercises:
         parts.append(f"<h2>{esc(e.id)}: {esc(WORDS.get(e.status, e.status))} "
                      f"({e.score:g} / {e.max_score:g})</h2>")
+        said, comment = scoring_lines(e)
+        parts += [f"<ul>{''.join(f'<li>{esc(line)}</li>' for line in said)}</ul>"] if said else []
+        parts += [f"<p>Comment from your instructor:</p><pre>{esc(comment)}</pre>"] if comment else []
         if e.status != PASSED:
             parts.append(f"<pre>{esc(e.feedback)}</pre>")
     if r.other_chapter_exercises:
