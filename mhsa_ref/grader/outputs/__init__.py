@@ -6,6 +6,7 @@
     gradescope    gradescope/<student>.json: Gradescope's results.json (``grader/gradescope/``, with
                   the rest of Gradescope)
     summary       summary.md and summary.png: the class at a glance, misconceptions counted
+    copies        copies.md and copies.html: possible copies side by side, for a person to judge
 
 A new format is a new file here and one line in ``WRITERS``. Everything a submission produced
 (error messages, type names, file names) is untrusted text: every writer escapes it for its
@@ -18,9 +19,9 @@ from pathlib import Path
 
 from ..results import BatchResults
 from ..gradescope import results as gradescope
-from . import feedback, gradebook, results_json, summary
+from . import copies, feedback, gradebook, results_json, summary
 
-WRITERS = (results_json.write, gradebook.write, feedback.write, gradescope.write, summary.write)
+WRITERS = (results_json.write, gradebook.write, feedback.write, gradescope.write, summary.write, copies.write)
 
 
 def write_all(batch: BatchResults, out: Path) -> dict:

@@ -1,0 +1,136 @@
+"""copies.md and copies.html: possible copies, side by side, for a person to judge.
+
+The findings come from ``grader/copies.py``; this only shows them. Student code is untrusted
+text: in Markdown it sits in fences no line can close (``md_fence``) and names in code spans
+(``md_code``); in HTML everything a submission wrote goes through ``html.escape``.
+"""
+
+from __future__ import annotations
+
+import html
+from pathlib import Path
+
+from .. import copies
+from ..copies import IDENTICAL, NEAR_PUBLISHED, PUBLISHED, SIMILAR_KIND, CopiesReport, Entry, Finding
+from ..results import BatchResults
+from ..store import write_atomically
+from .escape import md_code, md_fence
+
+MAX_COLUMNS = 4  # code shown side by side; further members of a group are listed by name
+
+WHY = ("Nothing here changes a score: each finding is for a person to read, and each can have an "
+       "innocent explanation (students who worked together as allowed, a hint from the same tutor, "
+       "code from the book itself).")
+HOW = (f"Each exercise's code (its definition and the helpers it calls) was compared after renaming "
+       f"arguments, locals and helpers in order of appearance and dropping comments, docstrings, type "
+       f"hints and formatting; code the chapter's notebook gives every learner was left out. Code with "
+       f"fewer than {copies.MIN_WRITTEN_TOKENS} tokens of the student's own was not compared: short "
+       f"exercises have few natural solutions, so identical code there is expected by chance. "
+       f"\"Similar\" means that at least {copies.SIMILAR:.0%} of the {copies.SHINGLE}-token sequences "
+       f"are shared.")
+
+
+def _title(f: Finding) -> str:
+    if f.kind == PUBLISHED:
+        return f"reproduces the {f.known.label}"
+    if f.kind == NEAR_PUBLISHED:
+        return f"similar ({f.score:.0%}) to the {f.known.label}"
+    if f.kind == IDENTICAL:
+        return "identical code"
+    return f"similar code ({f.score:.0%})"
+
+
+def _members(f: Finding) -> list[Entry]:
+    return f.entries + [e for side in f.also for e in side]
+
+
+def _who(e: Entry) -> str:
+    return f"{md_code(e.student)} ({md_code(e.path)})"
+
+
+def markdown(report: CopiesReport) -> str:
+    lines = ["# Possible copies", "", WHY, "", HOW, "", "Side by side: `copies.html`.", ""]
+    lines += _scope(report, md=True)
+    if not report.findings:
+        lines += ["No identical or similar code was found.", ""]
+    current = None
+    for f in report.findings:
+        if f.exercise != current:
+            current = f.exercise
+            lines += [f"## {f.exercise}", ""]
+        members = _members(f)
+        lines += [f"### {_title(f)}: {len(members)} submission{'s' if len(members) != 1 else ''}", ""]
+        lines += [f"- {_who(e)}" for e in members] + [""]
+        if f.kind == IDENTICAL or f.kind == PUBLISHED:
+            lines += ["Their code, normalised (what was compared):", "", md_fence(f.entries[0].normal, "python"), ""]
+        else:
+            for e in f.entries:
+                lines += [f"{_who(e)}, as graded:", "", md_fence(e.source, "python"), ""]
+        if f.known is not None:
+            lines += [f"The {f.known.label}:", "", md_fence(f.known.source, "python"), ""]
+    return "\n".join(lines) + "\n"
+
+
+def _scope(report: CopiesReport, md: bool) -> list[str]:
+    """What was compared, and against which of the book's sources."""
+    code = md_code if md else (lambda t: f"<code>{html.escape(str(t))}</code>")
+    lines = []
+    if report.book_root is None:
+        lines.append("The book's notebooks (`book/`, `solutions/`) were not found beside the installed package, "
+                     "so given code could not be told apart from the students' own and the published solutions "
+                     "were not compared; only the package's reference code was. Run the grader from a checkout "
+                     "of the book to compare them.")
+        lines.append("")
+    ids = sorted(set(report.compared) | set(report.small) | set(report.given_only))
+    for ex_id in ids:
+        known = ", ".join(report.known.get(ex_id, [])) or "none"
+        lines.append(f"- {ex_id}: {report.compared.get(ex_id, 0)} compared, {report.small.get(ex_id, 0)} too "
+                     f"small to compare, {report.given_only.get(ex_id, 0)} only the given code; against: {known}")
+    if report.unreadable:
+        lines.append(f"- {report.unreadable} recorded unit(s) could not be read and were not compared")
+    lines += [f"- could not read {code(p)}" for p in report.problems]
+    return lines + [""] if lines else lines
+
+
+def _column(title: str, source: str) -> str:
+    return f"<td><div class=who>{html.escape(title)}</div><pre>{html.escape(source)}</pre></td>"
+
+
+def html_page(report: CopiesReport) -> str:
+    parts = ["<!doctype html><html><head><meta charset=utf-8><title>Possible copies</title><style>"
+             "body{font-family:sans-serif;margin:2em}table{border-collapse:collapse;table-layout:fixed;width:100%}"
+             "td{vertical-align:top;border:1px solid #bbb;padding:.4em}pre{white-space:pre-wrap;font-size:85%}"
+             ".who{font-weight:bold}</style></head><body><h1>Possible copies</h1>",
+             f"<p>{html.escape(WHY)}</p><p>{html.escape(HOW)}</p><ul>"]
+    parts += [f"<li>{html.escape(line[2:])}</li>" for line in _scope(report, md=False) if line.startswith("- ")]
+    parts.append("</ul>")
+    if report.book_root is None:
+        parts.append(f"<p>{html.escape(_scope(report, md=False)[0])}</p>")
+    if not report.findings:
+        parts.append("<p>No identical or similar code was found.</p>")
+    current = None
+    for f in report.findings:
+        if f.exercise != current:
+            current = f.exercise
+            parts.append(f"<h2>{html.escape(f.exercise)}</h2>")
+        members = _members(f)
+        parts.append(f"<h3>{html.escape(_title(f))}: {len(members)} submission(s)</h3>")
+        shown = f.entries[:MAX_COLUMNS - (f.known is not None)]
+        cells = [_column(f"{e.student} ({e.path})", e.source) for e in shown]
+        if f.known is not None:
+            cells.append(_column(f.known.label, f.known.source))
+        parts.append("<table><tr>" + "".join(cells) + "</tr></table>")
+        rest = [e for e in members if e not in shown]
+        if rest:
+            parts.append("<p>Also: " + ", ".join(html.escape(f"{e.student} ({e.path})") for e in rest) + "</p>")
+        if f.kind in (IDENTICAL, PUBLISHED, SIMILAR_KIND):
+            parts.append(f"<details><summary>normalised (what was compared)</summary><pre>"
+                         f"{html.escape(f.entries[0].normal)}</pre></details>")
+    parts.append("</body></html>")
+    return "\n".join(parts) + "\n"
+
+
+def write(batch: BatchResults, out: Path) -> None:
+    report = copies.find_copies(batch.submissions)
+    write_atomically(out / "copies.md", markdown(report))
+    write_atomically(out / "copies.html", html_page(report))
