@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import os
 import ast
-import importlib
 import random
 import sys
 import tempfile
@@ -34,27 +33,7 @@ from mhsa_ref import exercises  # noqa: E402
 from mhsa_ref.grader import copies  # noqa: E402
 from mhsa_ref.grader.outputs import copies as copies_output  # noqa: E402
 from mhsa_ref.grader.results import ExerciseResult, SubmissionResult  # noqa: E402
-
-
-def alternatives() -> dict[str, list[str]]:
-    """Exercise id -> sources of its independently written correct alternatives, each renamed to
-    the exercise's name (with the module's helpers it calls, as the grader records a unit)."""
-    out: dict[str, list[str]] = {}
-    for folder in sorted(ROOT.glob("tests/ch[0-9][0-9]")):
-        module = importlib.import_module(f"tests.{folder.name}.learners")
-        tree = ast.parse((folder / "learners.py").read_text(encoding="utf-8"))
-        for ex_id, fns in getattr(module, "CORRECT", {}).items():
-            ex = exercises.REGISTRY[ex_id]
-            for fn in fns:
-                name = fn if isinstance(fn, str) else fn.__name__
-                name = name.split(":")[-1]
-                source = copies._unit_source(tree, name, set())
-                if source is None:
-                    continue
-                node = ast.parse(source)
-                node.body[0].name = ex.name  # the learner's function has the exercise's name
-                out.setdefault(ex_id, []).append(ast.unparse(node))
-    return out
+from tests.test_grader_copies import independent_alternatives  # noqa: E402 (the test's calibration set)
 
 
 def calibration(alts: dict[str, list[str]]) -> float:
@@ -109,7 +88,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--students", type=int, nargs="*", default=[50, 100, 200, 400])
     args = parser.parse_args()
-    alts = alternatives()
+    alts = independent_alternatives()
     calibration(alts)
     book = copies.Book(copies.book_root())
     t0 = time.perf_counter()
