@@ -374,7 +374,8 @@ def test_a_graded_class_gets_copies_flagged_and_scores_unchanged(tmp_path):
         ("01.scaled_dot_product_attention", IDENTICAL, ["ann", "ben"]),
     ])
     text = (out / "copies.md").read_text()
-    assert "`dan`" not in text and "`eve`" not in text and "`ann`" in text and "`fay`" in text
+    assert "`dan`" not in text and "`eve`" not in text and "`fay`" in text
+    assert "- `ann` (`ann/01_attention_numpy.ipynb`)" in text  # below the class root, as in the README
     assert (out / "copies.html").is_file()
     # The writer reads the results and changes nothing in them.
     batch = BatchResults(3, [SubmissionResult.from_json(s) for s in saved["submissions"]])

@@ -7,7 +7,10 @@ text: in Markdown it sits in fences no line can close (``md_fence``) and names i
 
 from __future__ import annotations
 
+import functools
 import html
+import os
+from collections.abc import Callable
 from pathlib import Path
 
 from .. import copies
@@ -44,11 +47,12 @@ def _members(f: Finding) -> list[Entry]:
     return f.entries + [e for side in f.also for e in side]
 
 
-def _who(e: Entry) -> str:
-    return f"{md_code(e.student)} ({md_code(e.path)})"
+def _who(e: Entry, where: Callable[[str], str]) -> str:
+    return f"{md_code(e.student)} ({md_code(where(e.path))})"
 
 
-def markdown(report: CopiesReport) -> str:
+def markdown(report: CopiesReport, where: Callable[[str], str] = str) -> str:
+    """The report in Markdown; ``where`` shows a notebook's path (relative to the class root)."""
     lines = ["# Possible copies", "", WHY, "", HOW, "", "Side by side: `copies.html`.", ""]
     lines += _scope(report, md=True)
     if not report.findings:
@@ -60,12 +64,12 @@ def markdown(report: CopiesReport) -> str:
             lines += [f"## {f.exercise}", ""]
         members = _members(f)
         lines += [f"### {_title(f)}: {len(members)} submission{'s' if len(members) != 1 else ''}", ""]
-        lines += [f"- {_who(e)}" for e in members] + [""]
+        lines += [f"- {_who(e, where)}" for e in members] + [""]
         if f.kind == IDENTICAL or f.kind == PUBLISHED:
             lines += ["Their code, normalised (what was compared):", "", md_fence(f.entries[0].normal, "python"), ""]
         else:
-            for e in f.entries:
-                lines += [f"{_who(e)}, as graded:", "", md_fence(e.source, "python"), ""]
+            for e in f.entries[:MAX_COLUMNS]:
+                lines += [f"{_who(e, where)}, as graded:", "", md_fence(e.source, "python"), ""]
         if f.known is not None:
             lines += [f"The {f.known.label}:", "", md_fence(f.known.source, "python"), ""]
     return "\n".join(lines) + "\n"
@@ -96,7 +100,7 @@ def _column(title: str, source: str) -> str:
     return f"<td><div class=who>{html.escape(title)}</div><pre>{html.escape(source)}</pre></td>"
 
 
-def html_page(report: CopiesReport) -> str:
+def html_page(report: CopiesReport, where: Callable[[str], str] = str) -> str:
     parts = ["<!doctype html><html><head><meta charset=utf-8><title>Possible copies</title><style>"
              "body{font-family:sans-serif;margin:2em}table{border-collapse:collapse;table-layout:fixed;width:100%}"
              "td{vertical-align:top;border:1px solid #bbb;padding:.4em}pre{white-space:pre-wrap;font-size:85%}"
@@ -116,13 +120,13 @@ def html_page(report: CopiesReport) -> str:
         members = _members(f)
         parts.append(f"<h3>{html.escape(_title(f))}: {len(members)} submission(s)</h3>")
         shown = f.entries[:MAX_COLUMNS - (f.known is not None)]
-        cells = [_column(f"{e.student} ({e.path})", e.source) for e in shown]
+        cells = [_column(f"{e.student} ({where(e.path)})", e.source) for e in shown]
         if f.known is not None:
             cells.append(_column(f.known.label, f.known.source))
         parts.append("<table><tr>" + "".join(cells) + "</tr></table>")
         rest = [e for e in members if e not in shown]
         if rest:
-            parts.append("<p>Also: " + ", ".join(html.escape(f"{e.student} ({e.path})") for e in rest) + "</p>")
+            parts.append("<p>Also: " + ", ".join(html.escape(f"{e.student} ({where(e.path)})") for e in rest) + "</p>")
         if f.kind in (IDENTICAL, PUBLISHED, SIMILAR_KIND):
             parts.append(f"<details><summary>normalised (what was compared)</summary><pre>"
                          f"{html.escape(f.entries[0].normal)}</pre></details>")
@@ -130,7 +134,18 @@ def html_page(report: CopiesReport) -> str:
     return "\n".join(parts) + "\n"
 
 
+def _below_root(path: str, roots: list[str]) -> str:
+    """The notebook's path below the class root it was found under (as summary.md shows it)."""
+    for root in roots:
+        try:
+            return Path(os.path.realpath(path)).relative_to(root).as_posix()
+        except ValueError:
+            continue
+    return path
+
+
 def write(batch: BatchResults, out: Path) -> None:
     report = copies.find_copies(batch.submissions)
-    write_atomically(out / "copies.md", markdown(report))
-    write_atomically(out / "copies.html", html_page(report))
+    where = functools.partial(_below_root, roots=batch.roots)
+    write_atomically(out / "copies.md", markdown(report, where))
+    write_atomically(out / "copies.html", html_page(report, where))
