@@ -222,6 +222,16 @@ def test_any_renaming_of_arguments_and_locals_keeps_the_normal_form(names):
     assert copies.normalise(copies.normalise(recorded)) == copies.normalise(recorded)  # a fixed point
 
 
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.frozensets(st.integers(0, 30), max_size=20), min_size=1, max_size=8), st.integers(1, 40))
+def test_overlaps_equal_set_arithmetic_in_any_chunking(sets, chunk):
+    overlap = copies._jaccard(sets, chunk=chunk)
+    for i, a in enumerate(sets):
+        for j, b in enumerate(sets):
+            expected = len(a & b) / len(a | b) if a | b else 0.0
+            assert overlap[i, j] == pytest.approx(expected)
+
+
 # =============================================================================================
 # What the book gives and publishes
 
@@ -301,6 +311,12 @@ def test_the_record_never_raises_and_is_bounded():
     r = submission("ann", SOFTMAX)
     r.exercise_code["01.softmax"] = "def ("  # a damaged record is counted, not fatal
     assert copies.find_copies([r], BOOK).unreadable == 1
+    # An exercise graded without a record (too long, or a result stored by an older grader) is
+    # counted and said, never silently skipped.
+    r.exercise_code = {}
+    report = copies.find_copies([r], BOOK)
+    assert report.unrecorded == {"01.softmax": 1, "01.scaled_dot_product_attention": 1}
+    assert "1 not recorded" in copies_output.markdown(report)
 
 
 # =============================================================================================

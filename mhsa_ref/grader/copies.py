@@ -49,9 +49,10 @@ MIN_WRITTEN_TOKENS = 25
 # and a variable inlined keeps 0.55, one with a line moved into a helper 0.62.
 SIMILAR = 0.5
 SHINGLE = 5  # tokens per n-gram: long enough that shared idioms (`axis=-1, keepdims=True`) are rare
-# A unit longer than this is not recorded (results.json keeps every unit; the largest solved one
-# in the book is ~3,000 characters, and an extracted notebook may hold up to 1 MB of code).
-MAX_RECORDED_CHARS = 40_000
+# A unit longer than this is not recorded: results.json keeps every unit, and the report's time
+# grows with their length. The longest the book publishes (the reference MultiHeadSelfAttention
+# with its checks) is ~5,000 characters; an extracted notebook may hold up to 1 MB of code.
+MAX_RECORDED_CHARS = 20_000
 
 IDENTICAL, SIMILAR_KIND, PUBLISHED, NEAR_PUBLISHED = "identical", "similar", "published", "similar to published"
 
@@ -339,6 +340,8 @@ class CopiesReport:
     small: dict[str, int] = field(default_factory=dict)  # exercise -> units too small to compare
     given_only: dict[str, int] = field(default_factory=dict)  # exercise -> units that are only given code
     unreadable: int = 0  # recorded units that did not parse
+    # exercise -> graded but not recorded (longer than MAX_RECORDED_CHARS, or an older grader's result)
+    unrecorded: dict[str, int] = field(default_factory=dict)
     book_root: Path | None = None
     known: dict[str, list[str]] = field(default_factory=dict)  # exercise -> labels of its known sources
     problems: list[str] = field(default_factory=list)
@@ -370,7 +373,11 @@ def find_copies(results: Iterable[SubmissionResult], book: Book | None = None) -
     memo: dict[tuple[str, str], tuple[str, int] | None] = {}  # copies normalise once
     for r in results:
         status = {e.id: e.status for e in r.exercises}
-        for ex_id, source in sorted(getattr(r, "exercise_code", {}).items()):
+        code = getattr(r, "exercise_code", {})
+        for ex_id, st in status.items():
+            if ex_id not in code and st not in (NOT_IMPLEMENTED, MISSING):
+                report.unrecorded[ex_id] = report.unrecorded.get(ex_id, 0) + 1
+        for ex_id, source in sorted(code.items()):
             if ex_id not in exercises.REGISTRY or status.get(ex_id) in (NOT_IMPLEMENTED, MISSING):
                 continue
             key = (ex_id, source)
@@ -466,14 +473,24 @@ def _compare(ex_id: str, entries: list[Entry], known: list[tuple[Known, Entry]])
     return findings
 
 
-def _jaccard(sets: list[frozenset]) -> np.ndarray:
-    """Pairwise |A & B| / |A | B| of the sets, as one product of their 0/1 matrix."""
-    vocab: dict[tuple, int] = {}
-    rows = [[vocab.setdefault(s, len(vocab)) for s in group] for group in sets]
-    matrix = np.zeros((len(sets), len(vocab)), dtype=np.float32)
-    for i, cols in enumerate(rows):
-        matrix[i, cols] = 1.0
-    inter = matrix @ matrix.T
-    sizes = matrix.sum(axis=1)
+def _jaccard(sets: list[frozenset], chunk: int = 20_000) -> np.ndarray:
+    """Pairwise |A & B| / |A | B| of the sets. Intersections come from products of their 0/1
+    matrix over the elements that two or more sets share (the others only add to the sizes),
+    ``chunk`` columns at a time, so memory stays bounded whatever a class hands in."""
+    counts: dict[tuple, int] = {}
+    for group in sets:
+        for item in group:
+            counts[item] = counts.get(item, 0) + 1
+    shared = {item: i for i, item in enumerate(k for k, c in counts.items() if c > 1)}
+    rows = [np.fromiter((shared[s] for s in group if s in shared), dtype=np.int64) for group in sets]
+    inter = np.zeros((len(sets), len(sets)), dtype=np.float64)
+    for start in range(0, len(shared), chunk):
+        block = np.zeros((len(sets), min(chunk, len(shared) - start)), dtype=np.float32)
+        for i, cols in enumerate(rows):
+            cols = cols[(cols >= start) & (cols < start + chunk)] - start
+            block[i, cols] = 1.0
+        inter += block @ block.T
+    sizes = np.array([len(g) for g in sets], dtype=np.float64)
+    np.fill_diagonal(inter, sizes)  # a set with itself shares also what no other set has
     union = sizes[:, None] + sizes[None, :] - inter
     return np.divide(inter, union, out=np.zeros_like(inter), where=union > 0)

@@ -85,11 +85,15 @@ def _scope(report: CopiesReport, md: bool) -> list[str]:
                      "were not compared; only the package's reference code was. Run the grader from a checkout "
                      "of the book to compare them.")
         lines.append("")
-    ids = sorted(set(report.compared) | set(report.small) | set(report.given_only))
+    ids = sorted(set(report.compared) | set(report.small) | set(report.given_only) | set(report.unrecorded))
     for ex_id in ids:
         known = ", ".join(report.known.get(ex_id, [])) or "none"
+        missing = report.unrecorded.get(ex_id, 0)
         lines.append(f"- {ex_id}: {report.compared.get(ex_id, 0)} compared, {report.small.get(ex_id, 0)} too "
-                     f"small to compare, {report.given_only.get(ex_id, 0)} only the given code; against: {known}")
+                     f"small to compare, {report.given_only.get(ex_id, 0)} only the given code"
+                     + (f", {missing} not recorded (longer than {copies.MAX_RECORDED_CHARS:,} characters, or "
+                        "graded by an older grader: grade again without --resume)" if missing else "")
+                     + f"; against: {known}")
     if report.unreadable:
         lines.append(f"- {report.unreadable} recorded unit(s) could not be read and were not compared")
     lines += [f"- could not read {code(p)}" for p in report.problems]
