@@ -33,7 +33,8 @@ from mhsa_ref import exercises  # noqa: E402
 from mhsa_ref.grader import copies  # noqa: E402
 from mhsa_ref.grader.outputs import copies as copies_output  # noqa: E402
 from mhsa_ref.grader.results import ExerciseResult, SubmissionResult  # noqa: E402
-from tests.test_grader_copies import independent_alternatives  # noqa: E402 (the test's calibration set)
+from tests.test_grader_copies import (  # noqa: E402 (the tests' calibration set and copies)
+    SOFTMAX, SOFTMAX_HELPER, SOFTMAX_TOUCHED, independent_alternatives)
 
 
 def calibration(alts: dict[str, list[str]]) -> float:
@@ -45,7 +46,14 @@ def calibration(alts: dict[str, list[str]]) -> float:
         largest = max((overlap[i, j] for i in range(len(sets)) for j in range(i + 1, len(sets))), default=0.0)
         worst = max(worst, float(largest))
         print(f"{ex_id:32} {len(sources):12d} {largest:16.2f}")
-    print(f"largest overlap between two independent alternatives: {worst:.2f}\n")
+    print(f"largest overlap between two independent alternatives: {worst:.2f}")
+    base = copies.exercise_sources(SOFTMAX, exercises.for_chapter("01"))["01.softmax"]
+    for name, copy in (("touched up (check added, variable inlined)", SOFTMAX_TOUCHED),
+                       ("a line moved into a helper", SOFTMAX_HELPER)):
+        unit = copies.exercise_sources(copy, exercises.for_chapter("01"))["01.softmax"]
+        sets = [copies.shingles(copies.tokens(copies.normalise(u))) for u in (base, unit)]
+        print(f"overlap of a copy {name}: {copies._jaccard(sets)[0, 1]:.2f}")
+    print()
     return worst
 
 
