@@ -222,6 +222,51 @@ def test_any_renaming_of_arguments_and_locals_keeps_the_normal_form(names):
     assert copies.normalise(copies.normalise(recorded)) == copies.normalise(recorded)  # a fixed point
 
 
+CORPUS = sorted([*ROOT.glob("tests/ch[0-9][0-9]/learners.py"), *ROOT.glob("tests/diagnoses_corpus/ch*.py"),
+                 *ROOT.glob("mhsa_ref/chapters/ch*/reference*.py")])
+
+
+def _function_locals(fn_source: str) -> set[str]:
+    """The arguments and locals of every function scope in the source, by ``symtable`` (Python's
+    own scope analysis: an oracle written apart from the normaliser's)."""
+    import symtable
+
+    names: set[str] = set()
+    todo = [symtable.symtable(fn_source, "<unit>", "exec")]
+    while todo:
+        table = todo.pop()
+        if table.get_type() == "function":
+            names |= {s.get_name() for s in table.get_symbols() if s.is_local() or s.is_parameter()}
+        todo.extend(table.get_children())
+    return names
+
+
+@pytest.mark.parametrize("path", CORPUS, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_every_function_of_the_corpora_keeps_its_normal_form_when_its_locals_are_renamed(path):
+    """An attack on the normaliser with every learner-style and reference function in the
+    repository: rename each local and argument (found by symtable) to a fresh name, reformat, and
+    the normal form must not move; it must also be a fixed point."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    functions = [n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))]
+    assert functions
+    for fn in functions:
+        source = ast.unparse(fn)
+        local = _function_locals(source)
+        fresh = {name: f"renamed_{i}_x" for i, name in enumerate(sorted(local))}
+        renamed = ast.parse(source)
+        for node in ast.walk(renamed):
+            if isinstance(node, ast.Name) and node.id in fresh:
+                node.id = fresh[node.id]
+            elif isinstance(node, ast.arg) and node.arg in fresh:
+                node.arg = fresh[node.arg]
+            elif isinstance(node, (ast.FunctionDef, ast.ClassDef, ast.ExceptHandler)) \
+                    and node is not renamed.body[0] and node.name in fresh:
+                node.name = fresh[node.name]
+        normal = copies.normalise(source)
+        assert copies.normalise(ast.unparse(renamed)) == normal, fn.name
+        assert copies.normalise(normal) == normal, fn.name
+
+
 @settings(max_examples=60, deadline=None)
 @given(st.lists(st.frozensets(st.integers(0, 30), max_size=20), min_size=1, max_size=8), st.integers(1, 40))
 def test_overlaps_equal_set_arithmetic_in_any_chunking(sets, chunk):

@@ -240,6 +240,12 @@ def book_root() -> Path | None:
     return root if (root / "book").is_dir() and (root / "solutions").is_dir() else None
 
 
+@functools.cache
+def default_book() -> "Book":
+    """The book around the package, read once per process (a test session grades many batches)."""
+    return Book(book_root())
+
+
 @dataclass(frozen=True)
 class Known:
     label: str  # "published solution (solutions/01_attention_numpy.ipynb)"
@@ -368,7 +374,7 @@ def _normal_parts(source: str, scaffold: dict[str, str]) -> tuple[str, int] | No
 
 def find_copies(results: Iterable[SubmissionResult], book: Book | None = None) -> CopiesReport:
     """Every finding over the results; reads them and changes nothing."""
-    book = Book(book_root()) if book is None else book
+    book = default_book() if book is None else book
     report = CopiesReport(book_root=book.root)
     per_exercise: dict[str, list[Entry]] = {}
     memo: dict[tuple[str, str], tuple[str, int] | None] = {}  # copies normalise once
