@@ -382,13 +382,14 @@ def softmax(x, axis=-1):
 def test_what_students_wrote_is_escaped_in_both_reports(tmp_path):
     from markdown_it import MarkdownIt
 
-    names = ["<script>alert('x')</script>", "`` ``\n# not a heading <img src=x onerror=alert(1)>"]
+    names = ["<script>alert('x')</script>", "`` ``\n# not a heading <img src=x onerror=alert(1)>", "eve\u202egnp.exe"]
     results = [submission(n, HOSTILE, path=f"class/{n}/01.ipynb") for n in names]
     batch = BatchResults(1, results)
     copies_output.write(batch, tmp_path)
     page = (tmp_path / "copies.html").read_text()
     assert "<script>" not in page and "<img" not in page and "<!--" not in page
-    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page and "\u202e" not in page and "\\u202e" in page
+    assert "Content-Security-Policy" in page
     rendered = MarkdownIt("commonmark").render((tmp_path / "copies.md").read_text())
     assert "<script>" not in rendered and "<img" not in rendered and "<h1>not a heading" not in rendered
     assert 'href="javascript' not in rendered and "&lt;script&gt;" in rendered

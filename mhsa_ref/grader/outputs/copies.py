@@ -2,7 +2,8 @@
 
 The findings come from ``grader/copies.py``; this only shows them. Student code is untrusted
 text: in Markdown it sits in fences no line can close (``md_fence``) and names in code spans
-(``md_code``); in HTML everything a submission wrote goes through ``html.escape``.
+(``md_code``); in HTML everything a submission wrote has its controls shown (``visible``) and
+goes through ``html.escape``, in a page that may load and run nothing (its CSP).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from .. import copies
 from ..copies import IDENTICAL, NEAR_PUBLISHED, PUBLISHED, SIMILAR_KIND, CopiesReport, Entry, Finding
 from ..results import BatchResults
 from ..store import write_atomically
-from .escape import md_code, md_fence
+from .escape import md_code, md_fence, visible
 
 MAX_COLUMNS = 4  # code shown side by side; further members of a group are listed by name
 
@@ -77,7 +78,7 @@ def markdown(report: CopiesReport, where: Callable[[str], str] = str) -> str:
 
 def _scope(report: CopiesReport, md: bool) -> list[str]:
     """What was compared, and against which of the book's sources."""
-    code = md_code if md else (lambda t: f"<code>{html.escape(str(t))}</code>")
+    code = md_code if md else str  # HTML escapes every line of this where it is written
     lines = []
     if report.book_root is None:
         lines.append("The book's notebooks (`book/`, `solutions/`) were not found beside the installed package, "
@@ -100,17 +101,24 @@ def _scope(report: CopiesReport, md: bool) -> list[str]:
     return lines + [""] if lines else lines
 
 
+def _text(text: str) -> str:
+    """Untrusted text for HTML: controls (bidirectional overrides included) shown, then escaped."""
+    return html.escape("\n".join(visible(line) for line in str(text).split("\n")))
+
+
 def _column(title: str, source: str) -> str:
-    return f"<td><div class=who>{html.escape(title)}</div><pre>{html.escape(source)}</pre></td>"
+    return f"<td><div class=who>{_text(title)}</div><pre>{_text(source)}</pre></td>"
 
 
 def html_page(report: CopiesReport, where: Callable[[str], str] = str) -> str:
-    parts = ["<!doctype html><html><head><meta charset=utf-8><title>Possible copies</title><style>"
+    # No script, image or request of any kind: the page shows students' text and nothing else runs.
+    parts = ["<!doctype html><html><head><meta charset=utf-8><meta http-equiv=Content-Security-Policy "
+             "content=\"default-src 'none'; style-src 'unsafe-inline'\"><title>Possible copies</title><style>"
              "body{font-family:sans-serif;margin:2em}table{border-collapse:collapse;table-layout:fixed;width:100%}"
              "td{vertical-align:top;border:1px solid #bbb;padding:.4em}pre{white-space:pre-wrap;font-size:85%}"
              ".who{font-weight:bold}</style></head><body><h1>Possible copies</h1>",
              f"<p>{html.escape(WHY)}</p><p>{html.escape(HOW)}</p><ul>"]
-    parts += [f"<li>{html.escape(line[2:])}</li>" for line in _scope(report, md=False) if line.startswith("- ")]
+    parts += [f"<li>{_text(line[2:])}</li>" for line in _scope(report, md=False) if line.startswith("- ")]
     parts.append("</ul>")
     if report.book_root is None:
         parts.append(f"<p>{html.escape(_scope(report, md=False)[0])}</p>")
@@ -130,10 +138,10 @@ def html_page(report: CopiesReport, where: Callable[[str], str] = str) -> str:
         parts.append("<table><tr>" + "".join(cells) + "</tr></table>")
         rest = [e for e in members if e not in shown]
         if rest:
-            parts.append("<p>Also: " + ", ".join(html.escape(f"{e.student} ({where(e.path)})") for e in rest) + "</p>")
+            parts.append("<p>Also: " + ", ".join(_text(f"{e.student} ({where(e.path)})") for e in rest) + "</p>")
         if f.kind in (IDENTICAL, PUBLISHED, SIMILAR_KIND):
             parts.append(f"<details><summary>normalised (what was compared)</summary><pre>"
-                         f"{html.escape(f.entries[0].normal)}</pre></details>")
+                         f"{_text(f.entries[0].normal)}</pre></details>")
     parts.append("</body></html>")
     return "\n".join(parts) + "\n"
 
