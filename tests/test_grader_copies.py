@@ -337,6 +337,36 @@ def test_a_later_chapters_given_code_and_a_touched_up_solution_are_named():
     assert any(k == NEAR_PUBLISHED and ex == "01.scaled_dot_product_attention" for ex, k, _ in found)
 
 
+PREAMBLE = """
+    x = np.asarray(x, dtype=float)
+    if x.ndim == 0:
+        raise ValueError(f"x must have at least one axis, got shape {x.shape}")
+    if not np.all(np.isfinite(x) | np.isneginf(x)):
+        raise ValueError("x must hold finite numbers or -inf, got NaN or +inf")
+    axis = axis % x.ndim
+"""
+
+
+def test_given_lines_inside_an_exercise_count_for_no_one(tmp_path):
+    """A chapter that gives the first lines of an exercise (checks the learner keeps): two students
+    who kept them and wrote different bodies are not similar, the given lines are not theirs."""
+    given = "import numpy as np\n@exercise\ndef softmax(x, axis=-1):" + PREAMBLE + \
+        "    raise NotImplementedError('your code here')\n"
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(given)]
+    for folder in ("book", "solutions"):
+        (tmp_path / folder).mkdir()
+    nbformat.write(nb, str(tmp_path / "book" / "01_attention_numpy.ipynb"))
+    book = copies.Book(tmp_path)
+    mine = "import numpy as np\n@exercise\ndef softmax(x, axis=-1):" + PREAMBLE + (
+        "    moved = np.moveaxis(x, axis, -1)\n    peak = moved.max(axis=-1)[..., None]\n"
+        "    powers = np.exp(moved - peak)\n    return np.moveaxis(powers / powers.sum(axis=-1)[..., None], -1, axis)\n")
+    theirs = "import numpy as np\n@exercise\ndef softmax(x, axis=-1):" + PREAMBLE + (
+        "    e = np.exp(x - np.max(x, axis=axis, keepdims=True))\n    return e / np.sum(e, axis=axis, keepdims=True)\n")
+    report = copies.find_copies([submission("ann", mine), submission("ben", theirs)], book)
+    assert report.compared == {"01.softmax": 2} and report.findings == []
+
+
 def test_short_functions_are_not_compared():
     mask = "import numpy as np\n@exercise\ndef causal_mask(L):\n    return np.tril(np.ones((L, L), dtype=bool))\n"
     report = copies.find_copies([submission("ann", mask, "03"), submission("ben", mask, "03")], BOOK)

@@ -405,7 +405,8 @@ def find_copies(results: Iterable[SubmissionResult], book: Book | None = None) -
         report.compared[ex_id] = len(entries)
         known = _known_entries(book, ex_id)
         report.known[ex_id] = [k.label for k, _ in known]
-        report.findings += _compare(ex_id, entries, known)
+        given = frozenset().union(*(shingles(tokens(t)) for t in book.scaffold(ex_id.split(".")[0]).values()))
+        report.findings += _compare(ex_id, entries, known, given)
     report.problems = list(book.problems)
     return report
 
@@ -420,7 +421,10 @@ def _known_entries(book: Book, ex_id: str) -> list[tuple[Known, Entry]]:
     return out
 
 
-def _compare(ex_id: str, entries: list[Entry], known: list[tuple[Known, Entry]]) -> list[Finding]:
+def _compare(ex_id: str, entries: list[Entry], known: list[tuple[Known, Entry]],
+             given: frozenset = frozenset()) -> list[Finding]:
+    """The findings of one exercise. ``given``: the 5-grams of the chapter's given code (a class's
+    signatures and stubs, say), left out of every overlap: only what the students wrote counts."""
     buckets: dict[str, list[Entry]] = {}
     for e in entries:  # identical normal forms: one bucket each, found by hashing
         buckets.setdefault(e.normal, []).append(e)
@@ -436,7 +440,7 @@ def _compare(ex_id: str, entries: list[Entry], known: list[tuple[Known, Entry]])
             open_.append(bucket)
     # Near copies: one 5-gram set per distinct unit, every overlap from one matrix product.
     units = [b[0] for b in open_] + [e for _, e in known]
-    overlap = _jaccard([shingles(tokens(u.normal)) for u in units])
+    overlap = _jaccard([shingles(tokens(u.normal)) - given for u in units])
     n = len(open_)
     near: dict[int, list[int]] = {}  # known source -> the buckets closest to it
     for i in range(n):
