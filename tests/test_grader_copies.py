@@ -469,6 +469,12 @@ def test_a_graded_class_gets_copies_flagged_and_scores_unchanged(tmp_path):
     assert "`dan`" not in text and "`eve`" not in text and "`fay`" in text
     assert "- `ann` (`ann/01_attention_numpy.ipynb`)" in text  # below the class root, as in the README
     assert (out / "copies.html").is_file()
+    # The README's excerpt is this report's text (its "..." marks left-out lines).
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    excerpt = readme.split("**Copies.**", 1)[1].split("```text\n", 1)[1].split("```", 1)[0]
+    lines = text.splitlines()
+    for line in excerpt.splitlines():
+        assert line == "..." or line in lines, line
     # The writer reads the results and changes nothing in them.
     batch = BatchResults(3, [SubmissionResult.from_json(s) for s in saved["submissions"]])
     before = json.dumps(batch.to_json(), sort_keys=True)
