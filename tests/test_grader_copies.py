@@ -383,6 +383,14 @@ def test_the_record_never_raises_and_is_bounded():
     assert copies.exercise_sources("def (", exercises.for_chapter("01")) == {}
     huge = "@exercise\ndef softmax(x, axis=-1):\n" + "    x = x + 1\n" * 5000 + "    return x\n"
     assert copies.exercise_sources(huge, exercises.for_chapter("01")) == {}
+    # A chain of 3,000 helpers (deeper than Python's recursion limit) is followed without
+    # recursion, and then too long to record.
+    chain = "".join(f"def h{i}(x):\n    return h{i + 1}(x)\n" for i in range(3000)) + "def h3000(x):\n    return x\n"
+    code = chain + "@exercise\ndef softmax(x, axis=-1):\n    return h0(x)\n"
+    tree = ast.parse(code)
+    defs = {n.name: n for n in tree.body}
+    assert copies._reachable("softmax", defs, set()) == ["softmax"] + [f"h{i}" for i in range(3001)]
+    assert copies.exercise_sources(code, exercises.for_chapter("01")) == {}
     r = submission("ann", SOFTMAX)
     r.exercise_code["01.softmax"] = "def ("  # a damaged record is counted, not fatal
     assert copies.find_copies([r], BOOK).unreadable == 1

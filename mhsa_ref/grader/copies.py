@@ -93,19 +93,19 @@ def _unit_source(tree: ast.Module, name: str, exclude: set[str]) -> str | None:
 
 
 def _reachable(name: str, defs: dict[str, ast.stmt], exclude: set[str]) -> list[str]:
-    """``name`` and the definitions it refers to, in order of first reference (depth first), so
-    the order does not depend on where in the notebook each helper was defined."""
+    """``name`` and the definitions it refers to, in order of reference (a fixed walk from
+    ``name``), so the order does not depend on where in the notebook each helper was defined."""
     order: list[str] = []
-    seen: set[str] = set()
-
-    def visit(n: str) -> None:
-        seen.add(n)
+    seen = {name}
+    stack = [name]  # a stack, not recursion: a notebook may chain thousands of helpers
+    while stack:
+        n = stack.pop()
         order.append(n)
-        for node in _preorder(defs[n]):
-            if isinstance(node, ast.Name) and node.id in defs and node.id not in seen | exclude:
-                visit(node.id)
-
-    visit(name)
+        refs = [node.id for node in _preorder(defs[n]) if isinstance(node, ast.Name)
+                and node.id in defs and node.id not in seen and node.id not in exclude]
+        for ref in reversed(list(dict.fromkeys(refs))):
+            seen.add(ref)
+            stack.append(ref)
     return order
 
 
@@ -334,10 +334,12 @@ class Entry:
 class Finding:
     exercise: str
     kind: str  # IDENTICAL, SIMILAR_KIND, PUBLISHED or NEAR_PUBLISHED
-    entries: list[Entry]  # the submissions (for SIMILAR_KIND: one per side, the rest in `also`)
+    # The submissions; for SIMILAR_KIND and NEAR_PUBLISHED one per distinct unit, and the
+    # submissions with that same unit in `also`, in the same order.
+    entries: list[Entry]
     score: float = 1.0  # the 5-gram overlap (1.0: identical normal forms)
     known: Known | None = None
-    also: list[list[Entry]] = field(default_factory=list)  # the other submissions of each side
+    also: list[list[Entry]] = field(default_factory=list)
 
 
 @dataclass
