@@ -334,6 +334,14 @@ def test_a_later_chapters_given_code_and_a_touched_up_solution_are_named():
     report = copies.find_copies(results, BOOK)
     found = {(f.exercise, f.kind, f.known.label if f.known else None) for f in report.findings}
     assert ("01.softmax", PUBLISHED, "given code of chapter 07 (book/07_quadratic_wall.ipynb)") in found
+    # Chapter 04 gives chapter 01's published scaled_dot_product_attention: the report names both.
+    given_sdpa = copies.exercise_sources(_extracted("book", "04_multi_head.ipynb"),
+                                         exercises.for_chapter("01"))["01.scaled_dot_product_attention"]
+    finding, = copies.find_copies([submission("cat", given_sdpa)], BOOK).findings
+    assert finding.kind == PUBLISHED and finding.known.label == "published solution (solutions/01_attention_numpy.ipynb)"
+    assert "given code of chapter 04 (book/04_multi_head.ipynb)" in finding.same_as
+    assert "the same code as the given code of chapter 04" in copies_output.markdown(
+        copies.find_copies([submission("cat", given_sdpa)], BOOK))
     assert any(k == NEAR_PUBLISHED and ex == "01.scaled_dot_product_attention" for ex, k, _ in found)
 
 

@@ -340,6 +340,7 @@ class Finding:
     score: float = 1.0  # the 5-gram overlap (1.0: identical normal forms)
     known: Known | None = None
     also: list[list[Entry]] = field(default_factory=list)
+    same_as: list[str] = field(default_factory=list)  # other sources with the very same code
 
 
 @dataclass
@@ -430,14 +431,15 @@ def _compare(ex_id: str, entries: list[Entry], known: list[tuple[Known, Entry]],
     buckets: dict[str, list[Entry]] = {}
     for e in entries:  # identical normal forms: one bucket each, found by hashing
         buckets.setdefault(e.normal, []).append(e)
-    known_by_text: dict[str, Known] = {}
+    known_by_text: dict[str, list[Known]] = {}  # several sources may give the same code
     for k, e in known:
-        known_by_text.setdefault(e.normal, k)
+        known_by_text.setdefault(e.normal, []).append(k)
     findings: list[Finding] = []
     open_: list[list[Entry]] = []  # buckets that are not a published source
     for text, bucket in buckets.items():
         if text in known_by_text:
-            findings.append(Finding(ex_id, PUBLISHED, bucket, 1.0, known_by_text[text]))
+            first, *others = known_by_text[text]
+            findings.append(Finding(ex_id, PUBLISHED, bucket, 1.0, first, same_as=[k.label for k in others]))
         else:
             open_.append(bucket)
     # Near copies: one 5-gram set per distinct unit, every overlap from one matrix product.

@@ -36,7 +36,7 @@ HOW = (f"Each exercise's code (its definition and the helpers it calls) was comp
 
 def _title(f: Finding) -> str:
     if f.kind == PUBLISHED:
-        return f"reproduces the {f.known.label}"
+        return f"reproduces the {f.known.label}" + (f", the same code as the {', '.join(f.same_as)}" if f.same_as else "")
     if f.kind == NEAR_PUBLISHED:
         return f"similar ({f.score:.0%}) to the {f.known.label}"
     if f.kind == IDENTICAL:
