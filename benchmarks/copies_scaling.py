@@ -34,7 +34,7 @@ from mhsa_ref.grader import copies  # noqa: E402
 from mhsa_ref.grader.outputs import copies as copies_output  # noqa: E402
 from mhsa_ref.grader.results import ExerciseResult, SubmissionResult  # noqa: E402
 from tests.test_grader_copies import (  # noqa: E402 (the tests' calibration set and copies)
-    SOFTMAX, SOFTMAX_HELPER, SOFTMAX_TOUCHED, independent_alternatives)
+    SDPA_HELPER, SDPA_MATMUL, SDPA_TOUCHED, independent_alternatives)
 
 
 def calibration(alts: dict[str, list[str]]) -> float:
@@ -47,10 +47,11 @@ def calibration(alts: dict[str, list[str]]) -> float:
         worst = max(worst, float(largest))
         print(f"{ex_id:32} {len(sources):12d} {largest:16.2f}")
     print(f"largest overlap between two independent alternatives: {worst:.2f}")
-    base = copies.exercise_sources(SOFTMAX, exercises.for_chapter("01"))["01.softmax"]
-    for name, copy in (("touched up (check added, variable inlined)", SOFTMAX_TOUCHED),
-                       ("a line moved into a helper", SOFTMAX_HELPER)):
-        unit = copies.exercise_sources(copy, exercises.for_chapter("01"))["01.softmax"]
+    sdpa = "01.scaled_dot_product_attention"
+    base = copies.exercise_sources(SDPA_MATMUL, exercises.for_chapter("01"))[sdpa]
+    for name, copy in (("touched up (check added, variable inlined)", SDPA_TOUCHED),
+                       ("the masking moved into a helper", SDPA_HELPER)):
+        unit = copies.exercise_sources(copy, exercises.for_chapter("01"))[sdpa]
         sets = [copies.shingles(copies.tokens(copies.normalise(u))) for u in (base, unit)]
         print(f"overlap of a copy {name}: {copies._jaccard(sets)[0, 1]:.2f}")
     print()

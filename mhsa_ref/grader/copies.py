@@ -14,8 +14,8 @@ format (one quote style, one spelling of each number). Then:
 - identical units of two or more students form a group, unless the unit is also the published
   solution, a later chapter's given code or the package's reference, in which case each
   submission is listed as reproducing that source;
-- near copies: units whose token 5-gram sets overlap by ``SIMILAR`` or more (Jaccard), with each
-  other or with a published source.
+- near copies: units of at least ``MIN_SIMILAR_TOKENS`` whose token 5-gram sets overlap by
+  ``SIMILAR`` or more (Jaccard), with each other or with a published source.
 
 Nothing here changes a score or a status: the findings are a list for a person to read
 (``outputs/copies.py``), and every one of them can have an innocent explanation.
@@ -46,9 +46,14 @@ MIN_WRITTEN_TOKENS = 25
 # Jaccard overlap of token 5-grams at or above which two different units are "similar". Measured
 # (benchmarks/copies_scaling.py prints it) over the independently written correct alternatives of
 # tests/chNN/learners.py, normalised, helpers two of them share left out: at most 0.40 between two;
-# a copy with a check added and a variable inlined keeps 0.54, one with a line moved into a helper
-# 0.71. Heavier rewriting escapes it: this finds careless copies, not determined ones.
+# a copy of an attention function with a check added and a variable inlined keeps 0.58, one with
+# its masking moved into a helper 0.64. Heavier rewriting escapes it: this finds careless copies,
+# not determined ones.
 SIMILAR = 0.5
+# Near copies are looked for only in units with at least this many tokens of the student's own.
+# In shorter code a few idioms make most of the 5-grams: two of four natural softmaxes written for
+# the tests (30-37 tokens) overlap the published one by 0.58, innocently. Identity still counts.
+MIN_SIMILAR_TOKENS = 60
 SHINGLE = 5  # tokens per n-gram: long enough that shared idioms (`axis=-1, keepdims=True`) are rare
 # A unit longer than this is not recorded: results.json keeps every unit, and the report's time
 # grows with their length. The longest the book publishes (the reference MultiHeadSelfAttention
@@ -442,7 +447,12 @@ def _compare(ex_id: str, entries: list[Entry], known: list[tuple[Known, Entry]],
             findings.append(Finding(ex_id, PUBLISHED, bucket, 1.0, first, same_as=[k.label for k in others]))
         else:
             open_.append(bucket)
-    # Near copies: one 5-gram set per distinct unit, every overlap from one matrix product.
+    for bucket in open_:  # one student's two notebooks are not a copy
+        if len({e.student for e in bucket}) >= 2:
+            findings.append(Finding(ex_id, IDENTICAL, bucket))
+    # Near copies, among units long enough (MIN_SIMILAR_TOKENS): one 5-gram set per distinct
+    # unit, every overlap from one matrix product.
+    open_ = [b for b in open_ if b[0].written >= MIN_SIMILAR_TOKENS]
     units = [b[0] for b in open_] + [e for _, e in known]
     overlap = _jaccard([shingles(tokens(u.normal)) - given for u in units])
     n = len(open_)
@@ -474,9 +484,6 @@ def _compare(ex_id: str, entries: list[Entry], known: list[tuple[Known, Entry]],
     groups: dict[int, list[int]] = {}
     for i in free:
         groups.setdefault(root(i), []).append(i)
-    for bucket in open_:  # one student's two notebooks are not a copy
-        if len({e.student for e in bucket}) >= 2:
-            findings.append(Finding(ex_id, IDENTICAL, bucket))
     for members in groups.values():
         if len(members) > 1 and len({e.student for i in members for e in open_[i]}) >= 2:
             members.sort(key=lambda i: -len(open_[i]))

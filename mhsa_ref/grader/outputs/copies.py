@@ -31,17 +31,22 @@ HOW = (f"Each exercise's code (its definition and the helpers it calls) was comp
        f"fewer than {copies.MIN_WRITTEN_TOKENS} tokens of the student's own was not compared: short "
        f"exercises have few natural solutions, so identical code there is expected by chance. "
        f"\"Similar\" means that at least {copies.SIMILAR:.0%} of the {copies.SHINGLE}-token sequences "
-       f"are shared.")
+       f"are shared, looked for only in code with {copies.MIN_SIMILAR_TOKENS} tokens of the student's own or more "
+       f"(in shorter code a few idioms make most of them).")
 
 
 def _title(f: Finding) -> str:
     if f.kind == PUBLISHED:
-        return f"reproduces the {f.known.label}" + (f", the same code as the {', '.join(f.same_as)}" if f.same_as else "")
+        return f"reproduces the {f.known.label}"
     if f.kind == NEAR_PUBLISHED:
         return f"similar ({f.score:.0%}) to the {f.known.label}"
     if f.kind == IDENTICAL:
         return "identical code"
     return f"similar code ({f.score:.0%})"
+
+
+def _same_as(f: Finding) -> str:
+    return "The very same code is also the " + "; the ".join(f.same_as) + "."
 
 
 def _members(f: Finding) -> list[Entry]:
@@ -66,6 +71,8 @@ def markdown(report: CopiesReport, where: Callable[[str], str] = str) -> str:
         members = _members(f)
         lines += [f"### {_title(f)}: {len(members)} submission{'s' if len(members) != 1 else ''}", ""]
         lines += [f"- {_who(e, where)}" for e in members] + [""]
+        if f.same_as:
+            lines += [_same_as(f), ""]
         if f.kind == IDENTICAL or f.kind == PUBLISHED:
             lines += ["Their code, normalised (what was compared):", "", md_fence(f.entries[0].normal, "python"), ""]
         else:
@@ -136,6 +143,8 @@ def html_page(report: CopiesReport, where: Callable[[str], str] = str) -> str:
         if f.known is not None:
             cells.append(_column(f.known.label, f.known.source))
         parts.append("<table><tr>" + "".join(cells) + "</tr></table>")
+        if f.same_as:
+            parts.append(f"<p>{html.escape(_same_as(f))}</p>")
         rest = [e for e in members if e not in shown]
         if rest:
             parts.append("<p>Also: " + ", ".join(_text(f"{e.student} ({where(e.path)})") for e in rest) + "</p>")
