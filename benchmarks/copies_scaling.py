@@ -100,6 +100,15 @@ def main() -> None:
     alts = independent_alternatives()
     calibration(alts)
     book = copies.Book(copies.book_root())
+    # The record made while grading (grade.py's hook), per notebook: the solved chapters.
+    from mhsa_ref.grader.extract import extract, read_notebook
+
+    for path in sorted((ROOT / "solutions").glob("[0-9][0-9]_*.ipynb")):
+        code = extract(read_notebook(path)).code
+        t0 = time.perf_counter()
+        copies.exercise_sources(code + "\n", exercises.for_chapter(path.name[:2]))  # a fresh string: no cache
+        print(f"recording {path.name}'s exercise code while grading: {1000 * (time.perf_counter() - t0):.1f} ms")
+    print()
     t0 = time.perf_counter()
     for ex_id in alts:
         book.known(ex_id), book.scaffold(ex_id[:2])
