@@ -15,7 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from .. import copies
-from ..copies import IDENTICAL, NEAR_PUBLISHED, PUBLISHED, SIMILAR_KIND, CopiesReport, Entry, Finding
+from ..copies import IDENTICAL, NEAR_PUBLISHED, PUBLISHED, CopiesReport, Entry, Finding
 from ..results import BatchResults
 from ..store import write_atomically
 from .escape import md_code, md_fence, visible
@@ -25,14 +25,14 @@ MAX_COLUMNS = 4  # code shown side by side; further members of a group are liste
 WHY = ("Nothing here changes a score: each finding is for a person to read, and each can have an "
        "innocent explanation (students who worked together as allowed, a hint from the same tutor, "
        "code from the book itself).")
-HOW = (f"Each exercise's code (its definition and the helpers it calls) was compared after renaming "
-       f"arguments, locals and helpers in order of appearance and dropping comments, docstrings, type "
-       f"hints and formatting; code the chapter's notebook gives every learner was left out. Code with "
+HOW = ("Each exercise's code (its definition and the helpers it calls) was compared after renaming "
+       "arguments, locals and helpers in order of appearance and dropping comments, docstrings, type "
+       "hints and formatting; code the chapter's notebook gives every learner was left out. Code with "
        f"fewer than {copies.MIN_WRITTEN_TOKENS} tokens of the student's own was not compared: short "
-       f"exercises have few natural solutions, so identical code there is expected by chance. "
+       "exercises have few natural solutions, so identical code there is expected by chance. "
        f"\"Similar\" means that at least {copies.SIMILAR:.0%} of the {copies.SHINGLE}-token sequences "
-       f"are shared, looked for only in code with {copies.MIN_SIMILAR_TOKENS} tokens of the student's own or more "
-       f"(in shorter code a few idioms make most of them).")
+       f"are shared, looked for only in code with {copies.MIN_SIMILAR_TOKENS} tokens of the student's own "
+       "or more (in shorter code a few idioms make most of them).")
 
 
 def _title(f: Finding) -> str:
@@ -148,7 +148,7 @@ def html_page(report: CopiesReport, where: Callable[[str], str] = str) -> str:
         rest = [e for e in members if e not in shown]
         if rest:
             parts.append("<p>Also: " + ", ".join(_text(f"{e.student} ({where(e.path)})") for e in rest) + "</p>")
-        if f.kind in (IDENTICAL, PUBLISHED, SIMILAR_KIND):
+        if f.kind in (IDENTICAL, PUBLISHED):  # one normal form for all of them
             parts.append(f"<details><summary>normalised (what was compared)</summary><pre>"
                          f"{_text(f.entries[0].normal)}</pre></details>")
     parts.append("</body></html>")
