@@ -1294,7 +1294,8 @@ def test_attack_ends_in_a_clear_non_passing_status(batch: Batch, name: str) -> N
     assert sub["score"] < sub["max_score"], f"attacker got full marks\n{detail}"
     assert soft["status"] in attack.softmax, f"{SOFTMAX_ID}: {soft['status']}, expected {sorted(attack.softmax)}\n{detail}"
     assert sub["score"] == sum(e["score"] for e in sub["exercises"]), detail
-    assert "LEAKED" not in json.dumps(sub), f"the attack read what it must not see\n{detail}"
+    outcome = {k: v for k, v in sub.items() if k != "exercise_code"}  # the attack's own source says LEAKED
+    assert "LEAKED" not in json.dumps(outcome), f"the attack read what it must not see\n{detail}"
     assert sub["isolation"] == batch.solo["honest_full"]["isolation"], \
         f"isolation reported as {sub['isolation']!r}: it must come from the grader, not the submission\n{detail}"
 
@@ -1371,7 +1372,8 @@ def test_per_student_result_files_are_the_graders(batch: Batch) -> None:
                (sub["score"], [e["status"] for e in sub["exercises"]]), sub["student"]
     extra = {p.name for p in batch.out.iterdir()} - {"results.json", "gradebook.csv", "results", "feedback",
                                                       "gradescope", "summary.md", "summary.png", "run.json",
-                                                      "gradebook-wide.csv", "gradebook-canvas.csv"}
+                                                      "gradebook-wide.csv", "gradebook-canvas.csv",
+                                                      "copies.md", "copies.html"}
     assert not extra, f"unexpected files in the output directory: {sorted(extra)}"
 
 
@@ -1453,7 +1455,10 @@ def test_attacker_output_never_reaches_the_results(batch: Batch) -> None:
     """What a submission prints is never read; frames it forges never become the grader's words."""
     printed = json.dumps(batch.students["print_fake_scores"])
     assert "Score: 5/5" not in printed and "Total Score" not in printed, printed[:2000]
-    everything = (batch.out / "results.json").read_text() + (batch.out / "gradebook.csv").read_text()
+    doc = json.loads((batch.out / "results.json").read_text())
+    for sub in doc["submissions"]:  # the submissions' own source, recorded for copies.md, holds the strings
+        sub.pop("exercise_code", None)
+    everything = json.dumps(doc) + (batch.out / "gradebook.csv").read_text()
     assert "FORGED-BY-SUBMISSION" not in everything, "a forged 'ready' frame set the isolation field"
     assert "(forged by the submission)" not in everything, "a forged 'loaded' frame set load_problems"
 

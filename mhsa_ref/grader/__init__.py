@@ -13,6 +13,7 @@
     batch       many notebooks in parallel, surviving any one of them
     outputs/    one writer per format: results.json, gradebook, feedback, Gradescope, summary;
                 escape.py makes what a submission controls inert in each format
+    copies      exercise code shared between students or taken from the book, for a person to judge
     gradescope/ everything Gradescope: per-student results.json, collect, the autograder bundle
     cli         ``mhsa-grade``
 """

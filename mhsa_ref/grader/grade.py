@@ -13,7 +13,7 @@ from pathlib import Path
 from .. import exercises
 from ..judge import judge
 from ..untrusted.outcome import ERROR, FORBIDDEN, MISSING, NOT_IMPLEMENTED, PASSED, TIMEOUT
-from . import discover
+from . import copies, discover
 from .extract import LIMITS, NotebookRefused, calls_function, extract, forbidden_uses, read_notebook
 from .files import NotReadable, shown
 from .points import score_exercise
@@ -68,6 +68,7 @@ def grade_notebook(path: Path, student: str, seed: int, limits: Limits = Limits(
         result.error = f"cannot read the notebook's code: {type(exc).__name__}: {str(exc)[:300]}"
         return result
     result.dropped = extracted.dropped
+    result.exercise_code = copies.exercise_sources(extracted.code, chapter_exercises)
     result.other_chapter_exercises = _other_chapters(extracted.defined, result.chapter, choice.claims)
     cases = [ex.cases(seed) for ex in chapter_exercises]
     report = run_submission(extracted.code, shown(path.name), chapter_exercises, cases, limits)

@@ -49,6 +49,7 @@ class SubmissionResult:
     # Exercises of other chapters the notebook defines: graded nowhere, worth nothing here.
     other_chapter_exercises: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)  # what the instructor should know (e.g. two claims)
+    exercise_code: dict[str, str] = field(default_factory=dict)  # id -> its definitions as run (copies.py)
 
     def to_json(self) -> dict:
         d = asdict(self)

@@ -8,6 +8,7 @@
     gradescope    gradescope/<student>/<chapter>.json: Gradescope's results.json
                   (``grader/gradescope/``, with the rest of Gradescope)
     summary       summary.md and summary.png: per chapter, per student, statuses, misconceptions
+    copies        copies.md and copies.html: possible copies side by side, for a person to judge
 
 Per-student file names come from ``names.file_names``; every number across chapters from
 ``scores.tally``. A new per-exercise field of the results shows in gradebook.csv by adding it to
@@ -24,10 +25,10 @@ from pathlib import Path
 
 from ..results import BatchResults
 from ..gradescope import results as gradescope
-from . import feedback, gradebook, gradebook_wide, results_json, summary
+from . import copies, feedback, gradebook, gradebook_wide, results_json, summary
 
 WRITERS = (results_json.write, gradebook.write, gradebook_wide.write, feedback.write, gradescope.write,
-           summary.write)
+           summary.write, copies.write)
 
 
 def write_all(batch: BatchResults, out: Path) -> dict:
