@@ -23,6 +23,7 @@ import numpy as np
 # Perceptually uniform and readable with colour-blindness; brighter (yellow) = more attention.
 CMAP = "viridis"
 
+COLORBAR_LABEL = "attention weight (unitless; each row sums to 1)"
 MAX_WIDTH_IN = 7.0   # 672 CSS px: the desktop column (688 px) shows it unscaled
 MIN_FONT_PT = 10     # 13.3 CSS px; mathtext scripts at 70%: 9.3 px
 
@@ -67,11 +68,13 @@ def attention_heatmap(
     title: str,
     ax=None,
     annotate: bool = True,
+    colorbar: bool = True,
 ):
     """Draw a (queries x keys) weight matrix with labelled axes and a colour bar.
 
     Rows are the attending tokens (queries), columns the attended-to tokens (keys); each row
-    sums to 1. Returns the matplotlib Axes.
+    sums to 1. Returns the matplotlib Axes. ``colorbar=False`` leaves the colour bar out, for a
+    grid of heatmaps that shares one (``fig.colorbar(axes[0].images[0], ax=axes)``).
     """
     import matplotlib.pyplot as plt
 
@@ -94,5 +97,6 @@ def attention_heatmap(
         for (i, j), w in np.ndenumerate(weights):
             ax.text(j, i, f"{w:.2f}", ha="center", va="center", fontsize=MIN_FONT_PT,
                     color="black" if w > 0.5 else "white")
-    ax.figure.colorbar(image, ax=ax, label="attention weight (unitless; each row sums to 1)")
+    if colorbar:
+        ax.figure.colorbar(image, ax=ax, label=COLORBAR_LABEL)
     return ax

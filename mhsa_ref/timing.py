@@ -68,9 +68,9 @@ def time_interleaved(
     for name, fn in fns.items():
         if not callable(fn):
             raise TypeError(f"fns[{name!r}] is a {type(fn).__name__}, not a function of no arguments")
-    if not isinstance(rounds, int) or rounds < 1:
+    if isinstance(rounds, bool) or not isinstance(rounds, int) or rounds < 1:
         raise ValueError(f"rounds must be an int >= 1, got {rounds!r}")
-    if not isinstance(warmup, int) or warmup < 0:
+    if isinstance(warmup, bool) or not isinstance(warmup, int) or warmup < 0:
         raise ValueError(f"warmup must be an int >= 0, got {warmup!r}")
     sync = synchronize or (lambda: None)
     names = list(fns)

@@ -136,6 +136,8 @@ def test_figure_text_is_legible_at_desktop_and_phone_width(doc, site_url, browse
                 continue
             if fig["smallest"] is None:
                 continue  # an SVG without text (a pictogram)
+            if fig["rendered"] == 0:
+                continue  # not displayed (inside a closed toggle): nothing to read until opened
             sizes.append(fig["smallest"]["px"])
             if fig["smallest"]["px"] < MIN_TEXT_PX:
                 problems.append(f"{where}: text {fig['smallest']['text']!r} is "

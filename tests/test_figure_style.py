@@ -150,3 +150,15 @@ def test_diagrams_check_mode_fails_on_a_stale_file(tmp_path, monkeypatch):
     assert diagrams.main(["--check"]) == 0
     (tmp_path / "transformer_block.svg").write_text("<svg/>", encoding="utf-8")
     assert diagrams.main(["--check"]) == 1
+
+
+def test_attention_heatmap_can_leave_the_colour_bar_to_a_grid(book_style):
+    import numpy as np
+
+    fig, axes = plt.subplots(1, 2)
+    for ax in axes:
+        attention_heatmap(np.eye(3), list("abc"), list("abc"), title="t", ax=ax, colorbar=False)
+    assert len(fig.axes) == 2  # no colour-bar axes added
+    attention_heatmap(np.eye(3), list("abc"), list("abc"), title="t", ax=axes[0])
+    assert len(fig.axes) == 3
+    plt.close(fig)

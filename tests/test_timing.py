@@ -71,7 +71,9 @@ def test_keys_can_be_tuples_so_sizes_and_variants_interleave_together():
     (dict(fns={"a": 3}), r"fns\['a'\] is a int"),
     (dict(fns={"a": lambda: None}, rounds=0), "rounds must be an int >= 1"),
     (dict(fns={"a": lambda: None}, rounds=2.5), "rounds must be an int >= 1"),
+    (dict(fns={"a": lambda: None}, rounds=True), "rounds must be an int >= 1"),
     (dict(fns={"a": lambda: None}, warmup=-1), "warmup must be an int >= 0"),
+    (dict(fns={"a": lambda: None}, warmup=None), "warmup must be an int >= 0"),
 ])
 def test_bad_arguments_are_named(kwargs, match):
     with pytest.raises((ValueError, TypeError), match=match):
