@@ -148,3 +148,38 @@ def test_figure_text_is_legible_at_desktop_and_phone_width(doc, site_url, browse
     SHOTS.mkdir(parents=True, exist_ok=True)
     (SHOTS / "figure-text.json").write_text(json.dumps(_SUMMARY, indent=1), encoding="utf-8")
     assert not problems, f"{doc}:\n" + "\n".join(problems)
+
+
+# A page made for the test: what MEASURE must find, with sizes known in advance.
+_SVG = ('<svg xmlns="http://www.w3.org/2000/svg" width="200" height="100" viewBox="0 0 200 100">'
+        '<style>.big { font-size: 30px; }</style>'
+        '<text x="10" y="20" style="font-size: 10px">ten</text>'
+        '<text x="10" y="50" class="big">thirty</text>'
+        '<text x="10" y="80" font-size="20" transform="rotate(-90 10 80)">twenty, turned</text>'
+        '<text x="100" y="80" font-size="20"><tspan font-size="14">sub</tspan></text></svg>')
+_PNG = ("data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR4nGNgYGD4DwABBAEA"
+        "wS2OUAAAAABJRU5ErkJggg==")
+
+
+def test_measure_reads_svg_text_at_its_rendered_scale(browser):
+    from urllib.parse import quote
+
+    inline = _SVG.replace("<svg ", '<svg style="width: 400px; height: auto" ')
+    page = browser.new_page(viewport={"width": 800, "height": 600})
+    try:
+        page.set_content(
+            '<div class="bd-article">'
+            f'<img style="width: 100px" src="data:image/svg+xml,{quote(_SVG)}" alt="half size">'
+            f'<div style="width: 400px">{inline}</div>'
+            f'<img src="{_PNG}" alt="raster"></div>')
+        result = page.evaluate(MEASURE)
+    finally:
+        page.close()
+    by_kind = {fig["kind"]: fig for fig in result["figures"]}
+    # The <img> is shown at half its 200-unit width: the 10-px text is 5 px, the tspan 7 px.
+    assert by_kind["svg"]["texts"] == 4
+    assert by_kind["svg"]["smallest"]["px"] == pytest.approx(5.0, abs=0.05)
+    assert by_kind["svg"]["smallest"]["text"] == "ten"
+    # The inline copy is shown at twice its width: 10 px text renders at 20 px.
+    assert by_kind["inline-svg"]["smallest"]["px"] == pytest.approx(20.0, abs=0.05)
+    assert by_kind["raster"]["smallest"] is None  # a raster cannot be measured: the test fails on it
