@@ -55,10 +55,13 @@ def use_book_style() -> None:
         from IPython import get_ipython
     except ImportError:
         return
-    if get_ipython() is not None:
+    if get_ipython() is None:
+        return
+    try:  # comes with ipykernel; a terminal IPython may lack it, and has no inline figures
         from matplotlib_inline.backend_inline import set_matplotlib_formats
-
-        set_matplotlib_formats("svg")
+    except ImportError:
+        return
+    set_matplotlib_formats("svg")
 
 
 def attention_heatmap(

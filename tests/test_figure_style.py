@@ -162,3 +162,24 @@ def test_attention_heatmap_can_leave_the_colour_bar_to_a_grid(book_style):
     attention_heatmap(np.eye(3), list("abc"), list("abc"), title="t", ax=axes[0])
     assert len(fig.axes) == 3
     plt.close(fig)
+
+
+def test_in_a_notebook_the_book_style_asks_for_svg_figures(monkeypatch):
+    IPython = pytest.importorskip("IPython")
+    backend = pytest.importorskip("matplotlib_inline.backend_inline")
+    asked = []
+    monkeypatch.setattr(IPython, "get_ipython", lambda: object())  # as inside a kernel
+    monkeypatch.setattr(backend, "set_matplotlib_formats", lambda *formats: asked.append(formats))
+    with matplotlib.rc_context():
+        use_book_style()
+    assert asked == [("svg",)]
+
+
+def test_outside_ipython_the_book_style_only_sets_rc(monkeypatch):
+    IPython = pytest.importorskip("IPython")
+    backend = pytest.importorskip("matplotlib_inline.backend_inline")
+    monkeypatch.setattr(IPython, "get_ipython", lambda: None)
+    monkeypatch.setattr(backend, "set_matplotlib_formats", lambda *f: pytest.fail("not in IPython"))
+    with matplotlib.rc_context():
+        use_book_style()
+        assert matplotlib.rcParams["svg.fonttype"] == "none"
