@@ -157,7 +157,7 @@ SVG_HEAD = """<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 480 {height}"
     .num {{ font-size: 20px; font-weight: bold; }}
     .name {{ font-size: 16px; font-weight: bold; }}
     .what {{ font-size: 13px; }}
-    .status {{ font-size: 12px; font-style: italic; }}
+    .status {{ font-size: 13px; font-style: italic; }}
     .available rect {{ fill: #dcebf7; stroke: #0072b2; stroke-width: 2; }}
     .available .num {{ fill: #0072b2; }}
     .planned rect {{ fill: #ffffff; stroke: #8a8a8a; stroke-width: 1.5; stroke-dasharray: 6 4; }}

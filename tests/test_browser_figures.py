@@ -1,0 +1,185 @@
+"""Figure text is legible on every page of the built book, on a desktop and on a phone.
+
+For each page in ``_toc.yml``, at 1280 and at 390 CSS px wide, headless Chromium measures the
+rendered size of every piece of text in every figure of the article, and the test fails on any
+smaller than ``MIN_TEXT_PX`` = 9 CSS px.
+
+Why 9 px: the body text is 16 px, and MathJax sets its second-level scripts at 50% of that,
+8 px: the smallest text the book already asks its readers to read. A figure's tick label or
+subscript should not be smaller than that, with a margin; at 9 px DejaVu Sans digits (3, 8, 9)
+are still told apart in the screenshots of a 390-px phone (``_build/screenshots/``).
+
+How it measures, without trusting the figure's own claims:
+
+- an SVG figure (matplotlib with ``svg.fonttype: none``, the book's diagrams) is fetched and
+  put, at the width the page shows it, into an invisible box of the same page; each text
+  element's computed font size times the scale of its screen transform is its rendered height
+  in CSS px (this covers viewBox scaling, CSS zoom, rotation, <style> rules and tspans);
+- an inline SVG (a widget snapshot) is measured where it is;
+- a raster image (PNG, JPEG) cannot be measured, so it fails unless it is a widget snapshot's:
+  use ``mhsa_ref.plotting.use_book_style()``, which makes notebooks emit SVG.
+
+It writes the smallest size per page and width to ``_build/screenshots/figure-text.json``.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from .test_browser import DOCS, SHOTS, SITE, WIDTHS, _unavailable, browser, site_url  # noqa: F401
+
+pytestmark = pytest.mark.slow  # a built book and headless Chromium
+
+MIN_TEXT_PX = 9.0
+
+# Runs in the page. Returns one record per figure: where it is, how it is shown, and the
+# rendered size of its smallest text (null where it cannot be measured).
+MEASURE = r"""
+async () => {
+  for (const img of document.images) img.loading = "eager";
+  await Promise.all([...document.images].map(img => img.complete ? null :
+      new Promise(done => { img.addEventListener("load", done); img.addEventListener("error", done); })));
+  const article = document.querySelector(".bd-article") || document.body;
+  const box = document.createElement("div");
+  box.style.cssText = "position:absolute;left:-20000px;top:0;visibility:hidden;";
+  document.body.appendChild(box);
+  function textSizes(svg) {
+    const sizes = [];
+    for (const el of svg.querySelectorAll("text, tspan")) {
+      const own = [...el.childNodes].some(n => n.nodeType === 3 && n.textContent.trim());
+      if (!own) continue;
+      const m = el.getScreenCTM();
+      const scale = m ? Math.hypot(m.a, m.b) : 1;
+      sizes.push({px: parseFloat(getComputedStyle(el).fontSize) * scale,
+                  text: el.textContent.trim().slice(0, 30)});
+    }
+    return sizes;
+  }
+  function smallest(sizes) {
+    return sizes.length ? sizes.reduce((a, b) => (b.px < a.px ? b : a)) : null;
+  }
+  const out = [];
+  for (const img of article.querySelectorAll("img")) {
+    const src = img.getAttribute("src") || "";
+    const rect = img.getBoundingClientRect();
+    const cell = img.closest(".cell");
+    const rec = {src: src.slice(0, 90), rendered: rect.width, natural: img.naturalWidth,
+                 widget: !!img.closest(".jupyter-widgets"), kind: "raster", smallest: null,
+                 texts: 0, code: cell ? (cell.querySelector(".cell_input") || {}).textContent || "" : ""};
+    if (/\.svg($|\?)/i.test(src) || src.startsWith("data:image/svg")) {
+      rec.kind = "svg";
+      const text = await (await fetch(img.src)).text();
+      box.innerHTML = text.slice(text.indexOf("<svg"));
+      const svg = box.querySelector("svg");
+      svg.style.width = rect.width + "px";
+      svg.style.height = "auto";
+      svg.removeAttribute("height");
+      const sizes = textSizes(svg);
+      rec.texts = sizes.length;
+      rec.smallest = smallest(sizes);
+      box.innerHTML = "";
+    }
+    out.push(rec);
+  }
+  for (const svg of article.querySelectorAll("svg")) {
+    if (svg.closest("mjx-container") || svg.closest("button, .headerlink, .fa, i")) continue;
+    const sizes = textSizes(svg);
+    if (!sizes.length) continue;
+    out.push({src: "inline svg", rendered: svg.getBoundingClientRect().width, natural: null,
+              widget: !!svg.closest(".jupyter-widgets"), kind: "inline-svg", texts: sizes.length,
+              smallest: smallest(sizes), code: ""});
+  }
+  box.remove();
+  return {figures: out, column: article.getBoundingClientRect().width,
+          overflow: document.documentElement.scrollWidth - window.innerWidth};
+}
+"""
+
+
+def measure(browser, url: str) -> dict[str, dict]:
+    """Open ``url`` at each of WIDTHS and return MEASURE's result per width name."""
+    context = browser.new_context(viewport=dict(zip(("width", "height"), WIDTHS["desktop"])),
+                                  service_workers="block")
+    try:
+        page = context.new_page()
+        page.goto(url, wait_until="load", timeout=60_000)
+        results = {}
+        for name, (width, height) in WIDTHS.items():
+            page.set_viewport_size({"width": width, "height": height})
+            page.wait_for_timeout(300)
+            results[name] = page.evaluate(MEASURE)
+        return results
+    finally:
+        context.close()
+
+
+_SUMMARY: dict[str, dict] = {}
+
+
+@pytest.mark.parametrize("doc", DOCS)
+def test_figure_text_is_legible_at_desktop_and_phone_width(doc, site_url, browser):
+    if not (SITE / f"{doc}.html").is_file():
+        _unavailable(f"{doc} is in _toc.yml but was not built: run `make book` again")
+    results = measure(browser, f"{site_url}/{doc}.html")
+    problems = []
+    for width_name, result in results.items():
+        px = WIDTHS[width_name][0]
+        sizes = []
+        for fig in result["figures"]:
+            where = f"{fig['src']} at {px} px"
+            if fig["kind"] == "raster":
+                if not fig["widget"]:
+                    problems.append(f"{where}: a raster image, its text cannot be measured; draw it "
+                                    "as SVG (mhsa_ref.plotting.use_book_style())")
+                continue
+            if fig["smallest"] is None:
+                continue  # an SVG without text (a pictogram)
+            if fig["rendered"] == 0:
+                continue  # not displayed (inside a closed toggle): nothing to read until opened
+            sizes.append(fig["smallest"]["px"])
+            if fig["smallest"]["px"] < MIN_TEXT_PX:
+                problems.append(f"{where}: text {fig['smallest']['text']!r} is "
+                                f"{fig['smallest']['px']:.1f} px (< {MIN_TEXT_PX:g}); the figure is "
+                                f"shown {fig['rendered']:.0f} px wide")
+        _SUMMARY.setdefault(doc, {})[px] = {"figures": len(sizes), "smallest_px": min(sizes, default=None)}
+        assert result["overflow"] <= 1, f"{doc}: at {px} px the page scrolls sideways"
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    (SHOTS / "figure-text.json").write_text(json.dumps(_SUMMARY, indent=1), encoding="utf-8")
+    assert not problems, f"{doc}:\n" + "\n".join(problems)
+
+
+# A page made for the test: what MEASURE must find, with sizes known in advance.
+_SVG = ('<svg xmlns="http://www.w3.org/2000/svg" width="200" height="100" viewBox="0 0 200 100">'
+        '<style>.big { font-size: 30px; }</style>'
+        '<text x="10" y="20" style="font-size: 10px">ten</text>'
+        '<text x="10" y="50" class="big">thirty</text>'
+        '<text x="10" y="80" font-size="20" transform="rotate(-90 10 80)">twenty, turned</text>'
+        '<text x="100" y="80" font-size="20"><tspan font-size="14">sub</tspan></text></svg>')
+_PNG = ("data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR4nGNgYGD4DwABBAEA"
+        "wS2OUAAAAABJRU5ErkJggg==")
+
+
+def test_measure_reads_svg_text_at_its_rendered_scale(browser):
+    from urllib.parse import quote
+
+    inline = _SVG.replace("<svg ", '<svg style="width: 400px; height: auto" ')
+    page = browser.new_page(viewport={"width": 800, "height": 600})
+    try:
+        page.set_content(
+            '<div class="bd-article">'
+            f'<img style="width: 100px" src="data:image/svg+xml,{quote(_SVG)}" alt="half size">'
+            f'<div style="width: 400px">{inline}</div>'
+            f'<img src="{_PNG}" alt="raster"></div>')
+        result = page.evaluate(MEASURE)
+    finally:
+        page.close()
+    by_kind = {fig["kind"]: fig for fig in result["figures"]}
+    # The <img> is shown at half its 200-unit width: the 10-px text is 5 px, the tspan 7 px.
+    assert by_kind["svg"]["texts"] == 4
+    assert by_kind["svg"]["smallest"]["px"] == pytest.approx(5.0, abs=0.05)
+    assert by_kind["svg"]["smallest"]["text"] == "ten"
+    # The inline copy is shown at twice its width: 10 px text renders at 20 px.
+    assert by_kind["inline-svg"]["smallest"]["px"] == pytest.approx(20.0, abs=0.05)
+    assert by_kind["raster"]["smallest"] is None  # a raster cannot be measured: the test fails on it
