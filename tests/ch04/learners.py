@@ -201,6 +201,14 @@ def mha_strided_heads(X, W_q, W_k, W_v, W_o, num_heads, mask=None):
     return np.concatenate(outs, axis=-1) @ W_o, np.stack(ws, axis=1)
 
 
+def mha_merge_interleaved(X, W_q, W_k, W_v, W_o, num_heads, mask=None):
+    """Splits correctly; merges with the head axis last, so the heads' columns interleave."""
+    B, L, d = X.shape
+    Q, K, V = (split_swapaxes(X @ W, num_heads) for W in (W_q, W_k, W_v))
+    heads, w = _attend(Q, K, V, mask, math.sqrt(d // num_heads))
+    return np.moveaxis(heads, 1, -1).reshape(B, L, d) @ W_o, w
+
+
 def mha_scale_d_model(X, W_q, W_k, W_v, W_o, num_heads, mask=None):
     B, L, d = X.shape
     Q, K, V = (split_swapaxes(X @ W, num_heads) for W in (W_q, W_k, W_v))
@@ -274,6 +282,7 @@ WRONG = [
     (MHA, "split-reshape-without-transpose", mha_split_reshape),
     (MHA, "merge-reshape-without-transpose", mha_merge_reshape),
     (MHA, "heads-interleaved", mha_strided_heads),
+    (MHA, "merge-heads-interleaved", mha_merge_interleaved),
     (MHA, "mha-scale-by-sqrt-d-model", mha_scale_d_model),
     (MHA, "mha-missing-output-projection", mha_no_output_projection),
     (MHA, "mha-weights-transposed", mha_torch_layout),

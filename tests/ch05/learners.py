@@ -261,8 +261,8 @@ WRONG_MHSA = [
     ("mha-mask-ignored", MaskNeverUsed),
     ("mha-scale-by-sqrt-d-model", ScaleByModelWidth),
     ("mha-view-without-transpose", SplitByView),
-    ("mha-view-without-transpose", MergeByView),
-    ("mha-view-without-transpose", SplitAndMergeByView),
+    ("mha-merge-without-transpose", MergeByView),
+    ("mha-split-and-merge-without-transpose", SplitAndMergeByView),
     ("mha-missing-output-projection", NoOutputProjection),
 ]
 

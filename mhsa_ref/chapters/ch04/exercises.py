@@ -326,8 +326,14 @@ MULTI_HEAD_ATTENTION = Exercise(
             (
                 _mha_variant(split=_split_interleaved),
                 _mha_variant(split=_split_interleaved, merge=_merge_interleaved),
-                _mha_variant(merge=_merge_interleaved),
             ),
+        ),
+        Misconception(  # the split is right: the blame is the merge's (your merge_heads)
+            "merge-heads-interleaved",
+            "Your split is right, but your merge interleaves the heads: column j of the merged "
+            "output comes from head j % h, because the head axis ends up last before flattening. "
+            "Concatenate whole heads: transpose to (B, L, h, d_h), then reshape (your merge_heads).",
+            (_mha_variant(merge=_merge_interleaved),),
         ),
         Misconception(
             "mha-scale-by-sqrt-d-model",
