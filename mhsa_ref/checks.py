@@ -2,6 +2,14 @@
 
 ``check`` runs the learner's function here, in the notebook's own process (the learner is
 only grading themselves), and hands the outcomes to the same judge the autograder uses.
+
+So that "Run all" reaches the end whatever the learner wrote, the reference stands in for an
+exercise (with a one-line note saying why) in two cases, and only these: its body raises
+``NotImplementedError``, or the last ``check`` of that very function or class in this session did
+not pass. A function never checked, or defined again since its check, runs as written, errors
+and all. Inside ``check`` nothing that failed is replaced: a check sees the code the grader will
+grade, and says first when an exercise it calls is the one that fails. The grader installs a
+stand-in ``mhsa_ref`` (``untrusted/standin.py``) with neither.
 """
 
 from __future__ import annotations

@@ -229,6 +229,28 @@ class SplitAndMergeByView(SplitByView):
         return t.reshape(B, L, self.d_model)
 
 
+class WeightsOverQueries(_Projections):
+    """softmax over dim=2 of (B, h, L_q, L_k) scores, -1e9 for blocked keys, empty rows zeroed."""
+
+    def forward(self, x, mask=None):
+        B, L, _ = x.shape
+        q, k, v = (W(x).reshape(B, L, self.h, self.d_h).permute(0, 2, 1, 3) for W in (self.W_q, self.W_k, self.W_v))
+        s = torch.einsum("bhqe,bhke->bhqk", q, k) / math.sqrt(self.d_h)
+        if mask is not None:
+            s = s.masked_fill(~self.allowed(mask, B, L), -1e9)
+        w = F.softmax(s, dim=2)
+        if mask is not None:
+            w = w * self.allowed(mask, B, L).any(dim=-1, keepdim=True)
+        return self.W_o(torch.einsum("bhqk,bhke->bqhe", w, v).reshape(B, L, self.d_model))
+
+
+class MaskAsAdditiveFloats(MhsaSDPA):
+    """Turns the boolean mask into floats for SDPA, 'as attention masks are numbers'."""
+
+    def forward(self, x, mask=None):
+        return super().forward(x, None if mask is None else mask.to(torch.float32))
+
+
 class NoOutputProjection(_Explicit):
     def project_out(self, merged):
         return merged  # self.W_o is created (the state dict loads) but never used
@@ -264,6 +286,8 @@ WRONG_MHSA = [
     ("mha-merge-without-transpose", MergeByView),
     ("mha-split-and-merge-without-transpose", SplitAndMergeByView),
     ("mha-missing-output-projection", NoOutputProjection),
+    ("mha-softmax-over-queries", WeightsOverQueries),
+    ("mha-float-mask", MaskAsAdditiveFloats),
 ]
 
 

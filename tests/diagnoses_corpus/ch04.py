@@ -150,6 +150,10 @@ def mha_output_projection_transposed(X, W_q, W_k, W_v, W_o, num_heads, mask=None
     return out @ W_o.T, w
 
 
+def mha_softmax_over_queries(X, W_q, W_k, W_v, W_o, num_heads, mask=None):
+    return _mha(X, W_q, W_k, W_v, W_o, num_heads, mask, softmax_axis=-2)
+
+
 def mha_keys_dot_T(X, W_q, W_k, W_v, W_o, num_heads, mask=None):
     """`k.T` on the (B, h, L, d_h) keys: every axis reversed, a shape error in the product."""
     q, k, v = (_split(X @ W, num_heads) for W in (W_q, W_k, W_v))
@@ -180,5 +184,5 @@ BUGS = (
     + [(MHA, f) for f in (mha_unscaled, mha_mask_unused, mha_head_averaged_weights, mha_values_not_projected,
                           mha_keys_with_query_weights, mha_mask_negated, mha_softmax_over_heads,
                           mha_no_output_projection, mha_scale_by_num_heads, mha_output_projection_transposed,
-                          mha_keys_dot_T, mha_merge_heads_last)]
+                          mha_keys_dot_T, mha_merge_heads_last, mha_softmax_over_queries)]
 )

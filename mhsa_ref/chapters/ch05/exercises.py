@@ -105,6 +105,13 @@ MULTI_HEAD_SELF_ATTENTION = Exercise(
             (deferred(f"{MISTAKES}:EmptyRowsUniform"),),
         ),
         Misconception(
+            "mha-float-mask",
+            "Your mask reaches F.scaled_dot_product_attention as numbers (`mask.float()`): a float "
+            "attn_mask is added to the scores, so an allowed key gets +1 and a blocked one +0, and "
+            "nothing is blocked. Pass the boolean mask itself (True = may attend).",
+            (deferred(f"{MISTAKES}:FloatMaskAdded"), deferred(f"{MISTAKES}:FloatMaskAddedRowsFixed")),
+        ),
+        Misconception(
             "mha-mask-ignored",
             "Your output does not depend on the mask. Pass it to F.scaled_dot_product_attention "
             "as attn_mask (or mask the scores with -inf where it is False) before the softmax.",
@@ -141,6 +148,13 @@ MULTI_HEAD_SELF_ATTENTION = Exercise(
             "back hides it. Split with `.view(B, L, h, d_h).transpose(1, 2)` and merge with "
             "`.transpose(1, 2).reshape(B, L, d)`.",
             (deferred(f"{MISTAKES}:SplitAndMergeViewNoTranspose"),),
+        ),
+        Misconception(
+            "mha-softmax-over-queries",
+            "Your attention weights sum to 1 over the queries, not over the keys: the softmax runs "
+            "along dim=-2. Each query spreads its attention over the keys: `torch.softmax(scores, "
+            "dim=-1)` on scores of shape (B, h, L_queries, L_keys).",
+            (deferred(f"{MISTAKES}:SoftmaxOverQueries"),),
         ),
         Misconception(
             "mha-missing-output-projection",
