@@ -283,7 +283,18 @@ def t_mha_keys_transposed(X, W_q, W_k, W_v, W_o, num_heads, mask=None):
     return np.concatenate(list(np.moveaxis(w @ v, 1, 0)), axis=-1) @ W_o, w
 
 
+def t_mha_keys_swapped_by_number(X, W_q, W_k, W_v, W_o, num_heads, mask=None):
+    """Written for this test: swapaxes(k, 1, 2) on the (B, h, L, d_h) keys, meant as 'transpose'."""
+    B, L, d = X.shape
+    d_h = d // num_heads
+    q, k, v = (np.transpose((X @ W).reshape(B, L, num_heads, d_h), (0, 2, 1, 3)) for W in (W_q, W_k, W_v))
+    s = q @ np.swapaxes(k, 1, 2) / math.sqrt(d_h)
+    w = _attn(q, k, v, mask)[1]
+    return np.transpose(w @ v, (0, 2, 1, 3)).reshape(B, L, d) @ W_o, w + 0 * s.sum()
+
+
 NUMPY_CASES = [
+    ("04.multi_head_attention", t_mha_keys_swapped_by_number, "transpose-wrong-axes"),
     ("04.multi_head_attention", t_mha_keys_transposed, "transpose-all-axes"),
     ("01.scaled_dot_product_attention", t_sdpa_order, "outputs-swapped"),
     ("01.scaled_dot_product_attention", t_sdpa_no_mask, "ignores-argument:mask"),

@@ -37,7 +37,8 @@ that explains every failing case wins):
    normalized, wrong axis, temperature, scores for weights) and ``error_locations`` (diagonal,
    precision), each built on ``relation`` (one output on one failing case);
 5. ``raised_errors``: a call that raised on a batched input, on a line that transposes every
-   axis (`K.T`); like the next, it also reads calls that raised;
+   axis (`K.T`) or a product's operand along numbered axes that are not the last two
+   (`q @ k.transpose(1, 2)`); like the next, it also reads calls that raised;
 6. ``case_partition``: right exactly when an argument is at its default.
 
 ``context`` holds what they share (``Diagnosis``, array comparisons, the judged call's context, the

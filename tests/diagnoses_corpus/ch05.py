@@ -131,6 +131,16 @@ class KeysDotLowerT(_Base):
         return self.W_o((w @ v).transpose(1, 2).reshape(B, L, self.d))
 
 
+class KeysTransposedAlongHeads(_Base):
+    """`k.transpose(1, 2)`: the head and position axes swapped where the last two were meant."""
+
+    def forward(self, x, mask=None):
+        B, L, _ = x.shape
+        q, k, v = self.qkv(x)
+        w = self.attend(q @ k.transpose(1, 2) * self.scale(), mask)
+        return self.W_o((w @ v).transpose(1, 2).reshape(B, L, self.d))
+
+
 class MergeWithoutTranspose(_Base):
     """Splits right; merges the (B, h, L, d_h) heads with a plain reshape."""
 
@@ -181,6 +191,6 @@ def convert_out_proj_transposed(mha):
 BUGS = [(MHSA, c) for c in (IgnoresMask, NoScale, ProjectionsWithoutBias, DetachedInput, NaNRows,
                             SoftmaxOverQueries, ValuesFromKeyProjection, MaskReadAsBlocked,
                             OutputProjectionSkipped, ResidualAdded, KeysDotT, KeysDotLowerT,
-                            MergeWithoutTranspose)] + \
+                            MergeWithoutTranspose, KeysTransposedAlongHeads)] + \
        [(CONVERT, f) for f in (convert_v_k_q, convert_forgets_biases, convert_query_block_everywhere,
                                convert_out_proj_transposed)]
