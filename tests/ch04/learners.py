@@ -223,6 +223,18 @@ def mha_weights_over_queries(X, W_q, W_k, W_v, W_o, num_heads, mask=None):
     return merge_swapaxes(w @ V) @ W_o, w
 
 
+def mha_keys_dot_T(X, W_q, W_k, W_v, W_o, num_heads, mask=None):
+    """`Q @ K.T` on the (B, h, L, d_h) heads, as in chapter 01's single sequence (generic diagnosis)."""
+    B, L, d = X.shape
+    Q, K, V = (split_swapaxes(X @ W, num_heads) for W in (W_q, W_k, W_v))
+    s = Q @ K.T / math.sqrt(d // num_heads)
+    if mask is not None:
+        s = np.where(mask, s, -np.inf)
+    e = np.exp(s - s.max(axis=-1, keepdims=True))
+    w = np.nan_to_num(e / e.sum(axis=-1, keepdims=True))
+    return merge_swapaxes(w @ V) @ W_o, w
+
+
 def mha_scale_d_model(X, W_q, W_k, W_v, W_o, num_heads, mask=None):
     B, L, d = X.shape
     Q, K, V = (split_swapaxes(X @ W, num_heads) for W in (W_q, W_k, W_v))
@@ -298,6 +310,7 @@ WRONG = [
     (MHA, "heads-interleaved", mha_strided_heads),
     (MHA, "merge-heads-interleaved", mha_merge_interleaved),
     (MHA, "mha-softmax-over-queries", mha_weights_over_queries),
+    (MHA, "transpose-all-axes", mha_keys_dot_T),
     (MHA, "mha-scale-by-sqrt-d-model", mha_scale_d_model),
     (MHA, "mha-missing-output-projection", mha_no_output_projection),
     (MHA, "mha-weights-transposed", mha_torch_layout),

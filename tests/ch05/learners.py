@@ -251,6 +251,26 @@ class MaskAsAdditiveFloats(MhsaSDPA):
         return super().forward(x, None if mask is None else mask.to(torch.float32))
 
 
+class KeysTransposedT(_Explicit):
+    """`q @ k.T`: on (B, h, L, d_h) keys `.T` reverses every axis (a generic diagnosis)."""
+
+    def forward(self, x, mask=None):
+        B, L, _ = x.shape
+        q, k, v = self.split(self.W_q(x)), self.split(self.W_k(x)), self.split(self.W_v(x))
+        w = torch.softmax(q @ k.T / self.scale(), dim=-1)
+        return self.project_out(self.merge(w @ v))
+
+
+class KeysSwappedWithHeads(_Explicit):
+    """`torch.matmul(q, k.transpose(1, 2))`: heads and positions swapped, not the last two axes."""
+
+    def forward(self, x, mask=None):
+        B, L, _ = x.shape
+        q, k, v = self.split(self.W_q(x)), self.split(self.W_k(x)), self.split(self.W_v(x))
+        w = torch.softmax(torch.matmul(q, k.transpose(1, 2)) / self.scale(), dim=-1)
+        return self.project_out(self.merge(w @ v))
+
+
 class NoOutputProjection(_Explicit):
     def project_out(self, merged):
         return merged  # self.W_o is created (the state dict loads) but never used
@@ -288,6 +308,8 @@ WRONG_MHSA = [
     ("mha-missing-output-projection", NoOutputProjection),
     ("mha-softmax-over-queries", WeightsOverQueries),
     ("mha-float-mask", MaskAsAdditiveFloats),
+    ("transpose-all-axes", KeysTransposedT),
+    ("transpose-wrong-axes", KeysSwappedWithHeads),
 ]
 
 
