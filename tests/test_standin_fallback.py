@@ -183,3 +183,11 @@ def test_the_grader_grades_the_learners_code_after_a_failed_check(tmp_path):
     assert soft.status == "error" and soft.score == 0
     assert sdpa.status != "passed" and sdpa.score == 0, sdpa.feedback
     assert sdpa.feedback.startswith("This probably fails because your softmax fails"), sdpa.feedback
+
+
+def test_a_dependency_never_checked_is_checked_for_the_blame(capsys):
+    # The learner skipped softmax's check cell: the attention's check still says whose mistake it is.
+    attention = _attention_calling_softmax(_wrong_softmax())
+    check(attention)
+    head, *rest = capsys.readouterr().out.splitlines()
+    assert " ".join(" ".join(rest).split()).startswith("This probably fails because your softmax fails"), rest
