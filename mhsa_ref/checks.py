@@ -62,9 +62,10 @@ def _stands_in(fn: Any) -> bool:
 def exercise(fn: Callable | None = None, *, id: str | None = None) -> Any:
     """Register a learner's function as the exercise of the same name.
 
-    While its body still raises ``NotImplementedError``, calls fall back to the reference
-    implementation (with a one-line note), so the rest of the chapter keeps working.
-    ``check`` and the autograder always look at the learner's own code, never the fallback.
+    While its body still raises ``NotImplementedError``, or after its ``check`` did not pass,
+    calls fall back to the reference implementation (with a one-line note saying which), so the
+    rest of the chapter keeps working. ``check`` and the autograder always look at the learner's
+    own code, never the fallback.
     """
     if fn is None:
         return lambda f: exercise(f, id=id)
