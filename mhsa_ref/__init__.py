@@ -5,7 +5,8 @@ The package, by concept (each has one home):
     spec.py         what an exercise is: cases, properties, misconceptions, points, parts
     exercises.py    the registry: every chapter's exercises, by id or by name
     judge.py        a learner's outcomes -> one verdict, the mistake named
-    checks.py       what notebooks use: @exercise and check(fn)
+    attribution.py  "fails because your softmax fails": the grader's words and check's
+    checks.py       what notebooks use: @exercise and check(fn), the reference standing in
     untrusted/      what runs beside learner code, in a notebook and in the grader's sandbox
     grader/         mhsa-grade: discover, extract, run, grade, results, outputs, CLI
     notebooks.py    the notebook contract: file names, tags, metadata, solution markers

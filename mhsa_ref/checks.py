@@ -2,15 +2,29 @@
 
 ``check`` runs the learner's function here, in the notebook's own process (the learner is
 only grading themselves), and hands the outcomes to the same judge the autograder uses.
+
+So that "Run all" reaches the end whatever the learner wrote, the reference stands in for an
+exercise (with a one-line note saying why) in two cases, and only these: its body raises
+``NotImplementedError``, or the last ``check`` of that very function or class in this session did
+not pass. A function never checked, or defined again since its check, runs as written, errors
+and all. Inside ``check`` nothing that failed is replaced: a check sees the code the grader will
+grade, and says first when an exercise it calls is the one that fails. The grader installs a
+stand-in ``mhsa_ref`` (``untrusted/standin.py``) with neither.
 """
 
 from __future__ import annotations
 
+import ast
+import contextvars
 import functools
+import inspect
 import textwrap
+import weakref
+from dataclasses import replace
 from typing import Any, Callable
 
 from . import exercises
+from .attribution import explain, refers_to
 from .judge import Verdict, call, judge
 from .spec import Exercise
 from .untrusted.outcome import ERROR, FAILED, NOT_IMPLEMENTED, OUT_OF_MEMORY, PASSED, WORDS
@@ -21,34 +35,61 @@ PUBLIC_SEED = 0
 _MARK = "__mhsa_exercise__"
 _LEARNER = "__mhsa_learner__"  # the learner's own function, behind the fallback
 
+# What this session's `check` cells said, by the learner's own function or class (not by name: a
+# re-run definition is a new object and starts with no verdict). Read by the fallback: a function
+# whose last check did not pass is replaced by the reference in later cells.
+_VERDICTS: "weakref.WeakKeyDictionary[Any, Verdict]" = weakref.WeakKeyDictionary()
+# True while `evaluate` runs learner code: there an exercise that failed its own check is not
+# replaced, so a check sees the same code the grader will grade (and can say "your softmax fails").
+_JUDGING: contextvars.ContextVar[bool] = contextvars.ContextVar("mhsa_judging", default=False)
+
+
+def failed_check(fn: Any) -> Verdict | None:
+    """The verdict of ``fn``'s last check in this session when it did not pass (and was not
+    "not implemented yet"), else None."""
+    try:
+        verdict = _VERDICTS.get(fn)
+    except TypeError:  # not weak-referenceable: never checked through `check`
+        return None
+    return verdict if verdict is not None and verdict.status not in (PASSED, NOT_IMPLEMENTED) else None
+
+
+def _stands_in(fn: Any) -> bool:
+    """Should the reference stand in for ``fn`` now, because ``fn`` failed its check?"""
+    return not _JUDGING.get() and failed_check(fn) is not None
+
 
 def exercise(fn: Callable | None = None, *, id: str | None = None) -> Any:
     """Register a learner's function as the exercise of the same name.
 
-    While its body still raises ``NotImplementedError``, calls fall back to the reference
-    implementation (with a one-line note), so the rest of the chapter keeps working.
-    ``check`` and the autograder always look at the learner's own code, never the fallback.
+    While its body still raises ``NotImplementedError``, or after its ``check`` did not pass,
+    calls fall back to the reference implementation (with a one-line note saying which), so the
+    rest of the chapter keeps working. ``check`` and the autograder always look at the learner's
+    own code, never the fallback.
     """
     if fn is None:
         return lambda f: exercise(f, id=id)
     ex = exercises.get(id) if id else exercises.find_by_name(fn.__name__)
     # Decorating twice (a re-run cell) must still grade the learner's body, not a fallback.
     fn = getattr(fn, _LEARNER, fn)
-    noted = False
+    noted: set[str] = set()
 
-    def note() -> None:
-        nonlocal noted
-        if not noted:
-            noted = True
-            print(textwrap.fill(
-                f"note: {ex.name} is not implemented yet ({ex.id}); the reference solution "
-                "stands in for it so the chapter keeps running.", 76, subsequent_indent="      "))
+    def note(why: str = NOT_IMPLEMENTED) -> None:
+        if why not in noted:  # once per reason: a note in every cell would bury the outputs
+            noted.add(why)
+            reason = (f"{ex.name} is not implemented yet ({ex.id})" if why == NOT_IMPLEMENTED
+                      else f"your {ex.name} failed its check ({ex.id})")
+            print(textwrap.fill(f"note: {reason}; the reference solution stands in for it so the "
+                                "chapter keeps running.", 76, subsequent_indent="      "))
 
     if isinstance(fn, type):
         wrapper = _class_with_fallback(fn, ex, note)
     else:
         @functools.wraps(fn)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
+            if _stands_in(fn):
+                note(FAILED)
+                return ex.reference(*args, **kwargs)
             try:
                 return fn(*args, **kwargs)
             except NotImplementedError:
@@ -60,17 +101,22 @@ def exercise(fn: Callable | None = None, *, id: str | None = None) -> Any:
     return wrapper
 
 
-def _class_with_fallback(cls: type, ex: Exercise, note: Callable[[], None]) -> type:
+def _class_with_fallback(cls: type, ex: Exercise, note: Callable[..., None]) -> type:
     """A subclass of the learner's module class that falls back to the reference.
 
-    If the learner's ``__init__`` is unfinished, constructing the class gives a reference module.
-    If only ``forward`` is, the reference's forward runs on the learner's own parameters
-    (``torch.func.functional_call``), so training still updates the learner's module.
+    If the learner's ``__init__`` is unfinished, or the class failed its check, constructing the
+    class gives a reference module. If only ``forward`` is unfinished, the reference's forward
+    runs on the learner's own parameters (``torch.func.functional_call``), so training still
+    updates the learner's module. (A module built before its class failed the check keeps the
+    learner's code: its parameters need not be the reference's.)
     """
     import torch
 
     class Fallback(type(cls)):
         def __call__(klass, *args: Any, **kwargs: Any) -> Any:
+            if _stands_in(cls):
+                note(FAILED)
+                return ex.reference(*args, **kwargs)
             try:
                 module = super().__call__(*args, **kwargs)
             except NotImplementedError:
@@ -109,17 +155,80 @@ def evaluate(fn: Callable, exercise_id: str | None = None, seed: int = PUBLIC_SE
     own, ex = _resolve(fn, exercise_id)
     cases = ex.cases(seed)
     outcomes = []
-    for case in cases:
-        outcomes.append(call(own, case, len(ex.outputs), ex.harness))
-        if outcomes[-1].ending == NOT_IMPLEMENTED:
-            break  # no point running the rest: the verdict is "not implemented yet"
+    token = _JUDGING.set(True)
+    try:
+        for case in cases:
+            outcomes.append(call(own, case, len(ex.outputs), ex.harness))
+            if outcomes[-1].ending == NOT_IMPLEMENTED:
+                break  # no point running the rest: the verdict is "not implemented yet"
+    finally:
+        _JUDGING.reset(token)
     return judge(ex, cases[: len(outcomes)], outcomes, seed=seed)
 
 
 def check(fn: Callable, exercise_id: str | None = None) -> None:
-    """Check a learner's function on the public cases and print one clear verdict."""
+    """Check a learner's function on the public cases and print one clear verdict.
+
+    The verdict is kept for this session: until the same function passes a check, later cells
+    that call it (through ``@exercise``) get the reference instead, with a one-line note.
+    """
+    own, ex = _resolve(fn, exercise_id)
     verdict = evaluate(fn, exercise_id)
-    print(format_verdict(verdict))
+    try:
+        _VERDICTS[own] = verdict
+    except TypeError:  # not weak-referenceable (a callable object): nothing stands in for it
+        pass
+    verdict = replace(verdict, feedback=explain(ex, verdict.status, verdict.misconception, verdict.feedback,
+                                                _session_status(own), _refers(own)))
+    shown = format_verdict(verdict)
+    if failed_check(own) is not None and getattr(fn, _LEARNER, None) is own:
+        shown += "\n" + textwrap.fill("Until it passes, later cells use the reference solution in its place, "
+                                      "so the chapter keeps running.", 76, initial_indent="   ",
+                                      subsequent_indent="   ")
+    print(shown)
+
+
+def _session_status(own: Any) -> Callable[[str], str | None]:
+    """How the learner's other exercise ``id`` stands in this session, as ``own`` would call it:
+    the function its module binds to that name, its last check's status (or a check now)."""
+    functions = [own] if not isinstance(own, type) else [v for v in vars(own).values() if inspect.isfunction(v)]
+
+    def bound(name: str) -> Any:  # what the name means inside the learner's code: enclosing, then global
+        for f in functions:
+            cells = dict(zip(f.__code__.co_freevars, f.__closure__ or ()))
+            if name in cells:
+                try:
+                    return cells[name].cell_contents
+                except ValueError:  # not assigned yet
+                    return None
+        return next((f.__globals__[name] for f in functions if name in f.__globals__), None)
+
+    def status_of(exercise_id: str) -> str | None:
+        dep = bound(exercises.get(exercise_id).name)
+        if dep is None or not callable(dep):
+            return None
+        try:
+            known = _VERDICTS.get(getattr(dep, _LEARNER, dep))
+        except TypeError:
+            known = None
+        try:
+            return (known or evaluate(dep, exercise_id)).status
+        except Exception:  # whatever the name holds, the blame is a courtesy: never break the check
+            return None
+
+    return status_of
+
+
+def _refers(own: Any) -> Callable[[str], bool]:
+    """Does the learner's function (or one of the class's methods) use a name, by its source?"""
+    parts = [own] if not isinstance(own, type) else [v for v in vars(own).values() if inspect.isfunction(v)]
+    trees = []
+    for part in parts:
+        try:
+            trees.append(ast.parse(textwrap.dedent(inspect.getsource(part))))
+        except (OSError, TypeError, SyntaxError):  # no source to read (built at run time): say nothing
+            pass
+    return lambda name: refers_to(trees, name)
 
 
 _ICONS = {PASSED: "✅", FAILED: "❌", ERROR: "❌", NOT_IMPLEMENTED: "⏳", OUT_OF_MEMORY: "❌"}

@@ -23,6 +23,7 @@ import numpy as np
 
 from . import diagnoses
 from .diagnoses import Diagnosis
+from .diagnoses.context import _at_defaults, _optional_arguments
 from .spec import FLOAT32_OUTPUT, INPUT_MODIFIED, Case, Exercise
 from .untrusted import calls
 from .untrusted.calls import describe
@@ -212,6 +213,26 @@ def diagnose(ex: Exercise, cases: list[Case], outcomes: list[Outcome]) -> str | 
     return None
 
 
+def diagnose_without_options(ex: Exercise, cases: list[Case], outcomes: list[Outcome],
+                             failing: set[int]) -> str | None:
+    """The id of the misconception whose variant agrees with the learner on every case that leaves
+    the optional arguments at their defaults (no mask), when the learner fails some of those.
+
+    How a learner treats a mask (NaN rows, -1e9, a fix after the softmax) varies more than a list
+    of variants can; a mistake that shows without a mask (a softmax over the query axis) is named
+    from the cases without one, and the feedback says so.
+    """
+    plain = [i for i, case in enumerate(cases) if _at_defaults(ex, case)]
+    if not plain or not failing & set(plain) or len(plain) == len(cases):
+        return None
+    for mis in ex.misconceptions:
+        for variant in mis.variants:
+            if all(_agrees(outcomes[i], call(variant, cases[i], len(ex.outputs), ex.harness),
+                           ex.rtol * 10, ex.atol * 10) for i in plain):
+                return mis.id
+    return None
+
+
 def judge(
     ex: Exercise,
     cases: list[Case],
@@ -254,10 +275,20 @@ def judge(
     if mid is None:
         found = diagnoses.generic(ex, cases, outcomes, reference)
         mid = found.id if found else None
+    without_options = False
+    if mid is None:
+        failing = {i for i, (c, r, o) in enumerate(zip(cases, reference, outcomes))
+                   if _first_difference(ex, c, r, o) is not None}
+        mid = diagnose_without_options(ex, cases, outcomes, failing)
+        without_options = mid is not None
     if mid is not None and got.ending != OUT_OF_MEMORY:
         verdict.status = FAILED
         verdict.misconception = mid
     verdict.feedback = _feedback(ex, case, got, diff, mid, found)
+    if without_options:
+        names = ", ".join(f"`{n}`" for n in _optional_arguments(ex)) or "the optional arguments"
+        verdict.feedback += (f"\n(Named from the cases that leave {names} at the default; the others go wrong "
+                             "too. Fix this first, then check again.)")
     return verdict
 
 

@@ -272,7 +272,30 @@ def t_ln_eps_squared(x, gamma, beta, eps=1e-5):
     return z * gamma + beta
 
 
+def t_mha_keys_transposed(X, W_q, W_k, W_v, W_o, num_heads, mask=None):
+    """Written for this test: np.transpose(k) on the (B, h, L, d_h) keys reverses every axis."""
+    B, L, d = X.shape
+    q, k, v = (np.stack(np.split(X @ W, num_heads, axis=-1), axis=1) for W in (W_q, W_k, W_v))
+    s = np.matmul(q, np.transpose(k)) / math.sqrt(d // num_heads)
+    if mask is not None:
+        s = np.where(mask, s, -np.inf)
+    w = np.nan_to_num(np.exp(s - s.max(-1, keepdims=True)) / np.exp(s - s.max(-1, keepdims=True)).sum(-1, keepdims=True))
+    return np.concatenate(list(np.moveaxis(w @ v, 1, 0)), axis=-1) @ W_o, w
+
+
+def t_mha_keys_swapped_by_number(X, W_q, W_k, W_v, W_o, num_heads, mask=None):
+    """Written for this test: swapaxes(k, 1, 2) on the (B, h, L, d_h) keys, meant as 'transpose'."""
+    B, L, d = X.shape
+    d_h = d // num_heads
+    q, k, v = (np.transpose((X @ W).reshape(B, L, num_heads, d_h), (0, 2, 1, 3)) for W in (W_q, W_k, W_v))
+    s = q @ np.swapaxes(k, 1, 2) / math.sqrt(d_h)
+    w = _attn(q, k, v, mask)[1]
+    return np.transpose(w @ v, (0, 2, 1, 3)).reshape(B, L, d) @ W_o, w + 0 * s.sum()
+
+
 NUMPY_CASES = [
+    ("04.multi_head_attention", t_mha_keys_swapped_by_number, "transpose-wrong-axes"),
+    ("04.multi_head_attention", t_mha_keys_transposed, "transpose-all-axes"),
     ("01.scaled_dot_product_attention", t_sdpa_order, "outputs-swapped"),
     ("01.scaled_dot_product_attention", t_sdpa_no_mask, "ignores-argument:mask"),
     ("01.scaled_dot_product_attention", t_sdpa_mask_flipped, "argument-inverted:mask"),
@@ -507,3 +530,71 @@ def test_no_correct_implementation_is_flagged(exercise_id, fn):
     outcomes = [call(fn, c, len(ex.outputs), ex.harness) for c in cases]
     reference = [call(ex.reference, c, len(ex.outputs), ex.harness) for c in cases]
     assert diagnoses.generic(ex, cases, outcomes, reference) is None
+
+
+# ---------------------------------------------------------------------------------------------
+# Errors the learner's code raised, and listed mistakes seen only without the optional arguments
+
+
+def t_mha_raises_elsewhere(X, W_q, W_k, W_v, W_o, num_heads, mask=None):
+    """Raises on a line with no transpose at all: not blamed on one."""
+    heads = np.split(X @ W_q, num_heads + 1, axis=-1)  # not an even split
+    return heads, heads
+
+
+def test_a_transpose_of_every_axis_on_a_batch_is_named_rather_than_a_raw_error():
+    v = evaluate(t_mha_keys_transposed, "04.multi_head_attention")
+    assert (v.status, v.misconception) == ("failed", "transpose-all-axes"), format_verdict(v)
+    assert "reverses all axes" in v.feedback and "np.swapaxes(K, -2, -1)" in v.feedback
+    assert "np.transpose(k)" in v.feedback  # the learner's own line is still shown
+    other = evaluate(t_mha_raises_elsewhere, "04.multi_head_attention")
+    assert (other.status, other.misconception) == ("error", None), format_verdict(other)
+
+
+def t_sdpa_keys_softmax(Q, K, V, mask=None):
+    """Written for this test: the softmax over the queries, -inf for blocked keys and nothing done
+    about the NaN that a key no query may see gives (no listed variant leaves those NaN)."""
+    s = np.einsum("...qd,...kd->...qk", Q, K) / math.sqrt(Q.shape[-1])
+    if mask is not None:
+        s = np.where(mask, s, -np.inf)
+    e = np.exp(s - s.max(axis=-2, keepdims=True))
+    w = e / e.sum(axis=-2, keepdims=True)
+    return w @ V, w
+
+
+def test_a_listed_mistake_seen_on_the_cases_without_a_mask_is_named_and_says_so():
+    v = evaluate(t_sdpa_keys_softmax, "01.scaled_dot_product_attention")
+    assert (v.status, v.misconception) == ("failed", "sdpa-softmax-over-queries"), format_verdict(v)
+    assert "(Named from the cases that leave `mask` at the default" in v.feedback
+    # Right without a mask, wrong with one: nothing is named from the cases without a mask.
+    v = evaluate(t_sdpa_mask_unused, "01.scaled_dot_product_attention")
+    assert "Named from the cases" not in v.feedback, format_verdict(v)
+
+
+def t_sdpa_mask_unused(Q, K, V, mask=None):
+    return _attn(Q, K, V)
+
+
+def test_a_parameter_starved_on_one_case_only_is_not_called_unused():
+    # Written for this test: the softmax over the heads axis. With one head it is 1 everywhere, so
+    # W_q and W_k get no gradient on that case alone; they are used, and saying otherwise misleads.
+    torch = pytest.importorskip("torch")
+
+    class SoftmaxOverHeads(torch.nn.Module):
+        def __init__(self, d_model, num_heads, bias=True, dropout=0.0):
+            super().__init__()
+            self.h = num_heads
+            for name in ("W_q", "W_k", "W_v", "W_o"):
+                setattr(self, name, torch.nn.Linear(d_model, d_model, bias=bias))
+
+        def forward(self, x, mask=None):
+            B, L, d = x.shape
+            q, k, v = (W(x).view(B, L, self.h, d // self.h).transpose(1, 2) for W in (self.W_q, self.W_k, self.W_v))
+            s = q @ k.transpose(-2, -1) / math.sqrt(d // self.h)
+            if mask is not None:
+                s = s.masked_fill(~mask, float("-inf"))
+            w = torch.nan_to_num(torch.softmax(s, dim=1))
+            return self.W_o((w @ v).transpose(1, 2).reshape(B, L, d))
+
+    found = _generic("05.MultiHeadSelfAttention", SoftmaxOverHeads)
+    assert found is None or not found.id.startswith("parameter-unused"), found

@@ -36,8 +36,10 @@ that explains every failing case wins):
    reductions, slices, an added argument, sign, factor), ``distributions`` (log-space, not
    normalized, wrong axis, temperature, scores for weights) and ``error_locations`` (diagonal,
    precision), each built on ``relation`` (one output on one failing case);
-5. ``case_partition``: right exactly when an argument is at its default (the only one that also
-   reads calls that raised).
+5. ``raised_errors``: a call that raised on a batched input, on a line that transposes every
+   axis (`K.T`) or a product's operand along numbered axes that are not the last two
+   (`q @ k.transpose(1, 2)`); like the next, it also reads calls that raised;
+6. ``case_partition``: right exactly when an argument is at its default.
 
 ``context`` holds what they share (``Diagnosis``, array comparisons, the judged call's context, the
 signature's defaults); ``kinds`` names every kind in a few words for class summaries.
@@ -57,6 +59,7 @@ from .context import Diagnosis, _Ctx
 from .kinds import KINDS, describe
 from .module_gradients import _gradient_behind_right_output, _unused_parameters
 from .output_relations import _outputs_swapped, _per_output
+from .raised_errors import _transpose_of_batch
 
 __all__ = ["Diagnosis", "KINDS", "describe", "generic"]
 
@@ -65,7 +68,7 @@ def generic(ex: Exercise, cases: list[Case], outcomes: list[Outcome], reference:
     """The first generic diagnosis that explains every case the learner got wrong, or None.
 
     Relations between outputs need every call to have returned (an exception is not an output);
-    only the partition of the cases (right exactly where ...) also reads calls that raised.
+    only the errors' origins and the partition of the cases also read calls that raised.
     """
     if not all(r.returned for r in reference):
         return None
@@ -74,7 +77,7 @@ def generic(ex: Exercise, cases: list[Case], outcomes: list[Outcome], reference:
         return None
     returned = all(o.returned for o in outcomes)
     for detector in DETECTORS:
-        if not returned and detector is not _wrong_only_with:
+        if not returned and detector not in READS_ERRORS:
             continue
         try:
             with np.errstate(all="ignore"):
@@ -92,5 +95,8 @@ DETECTORS: tuple[Callable[[_Ctx], Diagnosis | None], ...] = (
     _gradient_behind_right_output,  # before unused parameters: a detached output starves them all
     _unused_parameters,
     _per_output,
+    _transpose_of_batch,  # before the partition: "`.T` on a batch" says more than "wrong with batches"
     _wrong_only_with,
 )
+# The detectors that also read calls that raised (the others compare outputs).
+READS_ERRORS = (_transpose_of_batch, _wrong_only_with)

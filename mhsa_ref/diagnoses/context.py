@@ -125,3 +125,22 @@ def _equal(v: Any, d: Any) -> bool:
         return bool(v == d)
     except Exception:
         return False
+
+
+def _at_defaults(ex: Exercise, case: Case) -> bool:
+    """Does ``case`` leave every optional argument at its default (no mask, ...)? For a module,
+    whether its forward gets only the arguments without a default."""
+    if ex.harness is not None:
+        required = sum(1 for _, (_, default) in _forward_defaults(ex).items() if default is None)
+        inputs = case.args[2] if len(case.args) > 2 and isinstance(case.args[2], tuple) else ()
+        return len(inputs) <= required
+    defaults = _signature_defaults(ex)
+    names = case.arg_names
+    return all(_equal(case.args[names.index(n)], d) for n, d in defaults.items() if n in names)
+
+
+def _optional_arguments(ex: Exercise) -> list[str]:
+    """The names of the arguments that have a default (a module's: those of its forward)."""
+    if ex.harness is not None:
+        return [n for n, (_, default) in _forward_defaults(ex).items() if default is not None]
+    return list(_signature_defaults(ex))

@@ -37,6 +37,8 @@ KINDS: dict[str, str] = {
     "constant-factor": "the right answer times a constant",
     "wrong-with-argument": "wrong exactly when an argument is given",
     "wrong-with-batch-axes": "wrong exactly when inputs have batch axes",
+    "transpose-all-axes": "`.T` on a batched array (reverses every axis)",
+    "transpose-wrong-axes": "a product's operand transposed along the wrong axes",
 }
 
 

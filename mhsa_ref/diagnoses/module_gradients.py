@@ -13,7 +13,9 @@ from .context import Diagnosis, _arr, _close, _Ctx
 def _unused_parameters(ctx: _Ctx) -> Diagnosis | None:
     if not ctx.cases[0].output_names:
         return None
-    unused: list[str] = []
+    # Unused means no gradient on any case where the right one has some: a parameter that gets
+    # none on one case only is used, in a way that cancels there (a softmax over a single head).
+    starved: dict[str, bool] = {}
     for case, got, ref in zip(ctx.cases, ctx.outcomes, ctx.reference):
         for k, name in enumerate(case.output_names):
             if k < 2 or not name.endswith(".grad") or k >= len(got.outputs):
@@ -21,10 +23,9 @@ def _unused_parameters(ctx: _Ctx) -> Diagnosis | None:
             a, r = _arr(got.outputs[k]), _arr(ref.outputs[k])
             if a is None or r is None or not np.any(r != 0):
                 continue
-            if a.size == 0 or not np.any(a != 0):
-                param = name.removesuffix(".grad")
-                if param not in unused:
-                    unused.append(param)
+            param = name.removesuffix(".grad")
+            starved[param] = starved.get(param, True) and (a.size == 0 or not np.any(a != 0))
+    unused = [p for p, none in starved.items() if none]
     if not unused:
         return None
     shown = ", ".join(f"`{p}`" for p in unused[:4]) + (", ..." if len(unused) > 4 else "")

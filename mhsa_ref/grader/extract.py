@@ -404,9 +404,9 @@ def _dotted(node: ast.AST) -> str | None:
     return None
 
 
-def calls_function(code: str, caller: str, callee: str) -> bool:
-    """Does ``caller`` (a top-level def in ``code``) refer to ``callee`` by name?"""
+def definition(code: str, name: str) -> ast.AST | None:
+    """The top-level ``def`` or ``class`` called ``name`` in ``code`` (the extracted code), or None."""
     for node in _parsed(code).body:
-        if isinstance(node, (ast.FunctionDef, ast.ClassDef)) and node.name == caller:
-            return any(isinstance(n, ast.Name) and n.id == callee for n in ast.walk(node))
-    return False
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef)) and node.name == name:
+            return node
+    return None

@@ -11,10 +11,11 @@ import time
 from pathlib import Path
 
 from .. import exercises
+from ..attribution import explain, refers_to
 from ..judge import judge
-from ..untrusted.outcome import ERROR, FORBIDDEN, MISSING, NOT_IMPLEMENTED, PASSED, TIMEOUT
+from ..untrusted.outcome import ERROR, FORBIDDEN, MISSING, TIMEOUT
 from . import copies, discover
-from .extract import LIMITS, NotebookRefused, calls_function, extract, forbidden_uses, read_notebook
+from .extract import LIMITS, NotebookRefused, definition, extract, forbidden_uses, read_notebook
 from .files import NotReadable, shown
 from .points import score_exercise
 from .results import ExerciseResult, SubmissionResult
@@ -127,18 +128,10 @@ def _verdict(ex, cases, run, extracted, seed) -> ExerciseResult:
 
 
 def _attribute(results: list[ExerciseResult], chapter_exercises, code: str) -> None:
-    """Prefix "fails because your softmax fails" where a failing exercise calls a failing one."""
-    by_id = {r.id: r for r in results}
+    """Prefix "fails because your softmax fails" where a failing exercise calls a failing one
+    (the words are ``attribution``'s, which ``check`` uses in a notebook too)."""
+    status = {r.id: r.status for r in results}
     for ex, res in zip(chapter_exercises, results):
-        if res.status in (PASSED, MISSING, FORBIDDEN, NOT_IMPLEMENTED):
-            continue
-        for dep_id in ex.uses:
-            dep = by_id.get(dep_id)
-            dep_ex = exercises.REGISTRY[dep_id]
-            if dep is not None and dep.status != PASSED and calls_function(code, ex.name, dep_ex.name):
-                why = f"your {dep_ex.name} fails ({dep.status.replace('_', ' ')}, see {dep_id})"
-                if res.misconception:  # its own mistake may be real, or a symptom: say both
-                    res.feedback += f"\nNote: {why}, and this function calls it: fix {dep_ex.name} first."
-                else:
-                    res.feedback = f"This probably fails because {why}; fix {dep_ex.name} first.\n" + res.feedback
-                break
+        node = definition(code, ex.name)
+        res.feedback = explain(ex, res.status, res.misconception, res.feedback, status.get,
+                               lambda name: node is not None and refers_to([node], name))

@@ -305,6 +305,26 @@ def sdpa_in_place(Q, K, V, mask=None):
     return w @ V, w
 
 
+def sdpa_matrix_transpose(Q, K, V, mask=None):
+    """`Q @ K.T`, right for one sequence; on a batch `.T` reverses every axis (a generic diagnosis)."""
+    scores = Q @ K.T / math.sqrt(K.shape[-1])
+    if mask is not None:
+        scores = np.where(mask, scores, -np.inf)
+    w = _my_softmax(scores)
+    return w @ V, w
+
+
+def sdpa_softmax_over_queries_nan(Q, K, V, mask=None):
+    """Softmax down the columns, and a key no query may see left as NaN (no variant does that:
+    named from the cases without a mask)."""
+    scores = np.einsum("...id,...jd->...ij", Q, K) / math.sqrt(Q.shape[-1])
+    if mask is not None:
+        scores = np.where(mask, scores, -np.inf)
+    e = np.exp(scores - scores.max(axis=-2, keepdims=True))
+    w = e / e.sum(axis=-2, keepdims=True)
+    return np.einsum("...ij,...jd->...id", w, V), w
+
+
 CORRECT = {SOFTMAX: CORRECT_SOFTMAX, SDPA: CORRECT_SDPA}
 
 WRONG_SOFTMAX = [
@@ -324,6 +344,8 @@ WRONG_SDPA = [
     ("sdpa-divide-by-dk", sdpa_divide_by_dk),
     ("sdpa-scale-by-sqrt-dv", sdpa_sqrt_dv),
     ("sdpa-softmax-over-queries", sdpa_softmax_over_queries),
+    ("sdpa-softmax-over-queries", sdpa_softmax_over_queries_nan),
+    ("transpose-all-axes", sdpa_matrix_transpose),
     ("sdpa-mask-after-softmax", sdpa_mask_after_softmax),
     ("sdpa-mask-fill-zero", sdpa_mask_fill_zero),
     ("sdpa-mask-inverted", sdpa_mask_inverted),

@@ -201,6 +201,40 @@ def mha_strided_heads(X, W_q, W_k, W_v, W_o, num_heads, mask=None):
     return np.concatenate(outs, axis=-1) @ W_o, np.stack(ws, axis=1)
 
 
+def mha_merge_interleaved(X, W_q, W_k, W_v, W_o, num_heads, mask=None):
+    """Splits correctly; merges with the head axis last, so the heads' columns interleave."""
+    B, L, d = X.shape
+    Q, K, V = (split_swapaxes(X @ W, num_heads) for W in (W_q, W_k, W_v))
+    heads, w = _attend(Q, K, V, mask, math.sqrt(d // num_heads))
+    return np.moveaxis(heads, 1, -1).reshape(B, L, d) @ W_o, w
+
+
+def mha_weights_over_queries(X, W_q, W_k, W_v, W_o, num_heads, mask=None):
+    """Each key's column normalized over the queries: the softmax along axis 2, by hand."""
+    B, L, d = X.shape
+    Q, K, V = (split_swapaxes(X @ W, num_heads) for W in (W_q, W_k, W_v))
+    s = np.einsum("bhqe,bhke->bhqk", Q, K) / math.sqrt(d // num_heads)
+    if mask is not None:
+        s = np.where(np.broadcast_to(mask, s.shape), s, -np.inf)
+    top = s.max(axis=2, keepdims=True)
+    e = np.exp(s - np.where(np.isfinite(top), top, 0.0))
+    z = e.sum(axis=2, keepdims=True)
+    w = np.divide(e, z, out=np.zeros_like(e), where=z > 0)
+    return merge_swapaxes(w @ V) @ W_o, w
+
+
+def mha_keys_dot_T(X, W_q, W_k, W_v, W_o, num_heads, mask=None):
+    """`Q @ K.T` on the (B, h, L, d_h) heads, as in chapter 01's single sequence (generic diagnosis)."""
+    B, L, d = X.shape
+    Q, K, V = (split_swapaxes(X @ W, num_heads) for W in (W_q, W_k, W_v))
+    s = Q @ K.T / math.sqrt(d // num_heads)
+    if mask is not None:
+        s = np.where(mask, s, -np.inf)
+    e = np.exp(s - s.max(axis=-1, keepdims=True))
+    w = np.nan_to_num(e / e.sum(axis=-1, keepdims=True))
+    return merge_swapaxes(w @ V) @ W_o, w
+
+
 def mha_scale_d_model(X, W_q, W_k, W_v, W_o, num_heads, mask=None):
     B, L, d = X.shape
     Q, K, V = (split_swapaxes(X @ W, num_heads) for W in (W_q, W_k, W_v))
@@ -274,6 +308,9 @@ WRONG = [
     (MHA, "split-reshape-without-transpose", mha_split_reshape),
     (MHA, "merge-reshape-without-transpose", mha_merge_reshape),
     (MHA, "heads-interleaved", mha_strided_heads),
+    (MHA, "merge-heads-interleaved", mha_merge_interleaved),
+    (MHA, "mha-softmax-over-queries", mha_weights_over_queries),
+    (MHA, "transpose-all-axes", mha_keys_dot_T),
     (MHA, "mha-scale-by-sqrt-d-model", mha_scale_d_model),
     (MHA, "mha-missing-output-projection", mha_no_output_projection),
     (MHA, "mha-weights-transposed", mha_torch_layout),

@@ -229,6 +229,48 @@ class SplitAndMergeByView(SplitByView):
         return t.reshape(B, L, self.d_model)
 
 
+class WeightsOverQueries(_Projections):
+    """softmax over dim=2 of (B, h, L_q, L_k) scores, -1e9 for blocked keys, empty rows zeroed."""
+
+    def forward(self, x, mask=None):
+        B, L, _ = x.shape
+        q, k, v = (W(x).reshape(B, L, self.h, self.d_h).permute(0, 2, 1, 3) for W in (self.W_q, self.W_k, self.W_v))
+        s = torch.einsum("bhqe,bhke->bhqk", q, k) / math.sqrt(self.d_h)
+        if mask is not None:
+            s = s.masked_fill(~self.allowed(mask, B, L), -1e9)
+        w = F.softmax(s, dim=2)
+        if mask is not None:
+            w = w * self.allowed(mask, B, L).any(dim=-1, keepdim=True)
+        return self.W_o(torch.einsum("bhqk,bhke->bqhe", w, v).reshape(B, L, self.d_model))
+
+
+class MaskAsAdditiveFloats(MhsaSDPA):
+    """Turns the boolean mask into floats for SDPA, 'as attention masks are numbers'."""
+
+    def forward(self, x, mask=None):
+        return super().forward(x, None if mask is None else mask.to(torch.float32))
+
+
+class KeysTransposedT(_Explicit):
+    """`q @ k.T`: on (B, h, L, d_h) keys `.T` reverses every axis (a generic diagnosis)."""
+
+    def forward(self, x, mask=None):
+        B, L, _ = x.shape
+        q, k, v = self.split(self.W_q(x)), self.split(self.W_k(x)), self.split(self.W_v(x))
+        w = torch.softmax(q @ k.T / self.scale(), dim=-1)
+        return self.project_out(self.merge(w @ v))
+
+
+class KeysSwappedWithHeads(_Explicit):
+    """`torch.matmul(q, k.transpose(1, 2))`: heads and positions swapped, not the last two axes."""
+
+    def forward(self, x, mask=None):
+        B, L, _ = x.shape
+        q, k, v = self.split(self.W_q(x)), self.split(self.W_k(x)), self.split(self.W_v(x))
+        w = torch.softmax(torch.matmul(q, k.transpose(1, 2)) / self.scale(), dim=-1)
+        return self.project_out(self.merge(w @ v))
+
+
 class NoOutputProjection(_Explicit):
     def project_out(self, merged):
         return merged  # self.W_o is created (the state dict loads) but never used
@@ -261,9 +303,13 @@ WRONG_MHSA = [
     ("mha-mask-ignored", MaskNeverUsed),
     ("mha-scale-by-sqrt-d-model", ScaleByModelWidth),
     ("mha-view-without-transpose", SplitByView),
-    ("mha-view-without-transpose", MergeByView),
-    ("mha-view-without-transpose", SplitAndMergeByView),
+    ("mha-merge-without-transpose", MergeByView),
+    ("mha-split-and-merge-without-transpose", SplitAndMergeByView),
     ("mha-missing-output-projection", NoOutputProjection),
+    ("mha-softmax-over-queries", WeightsOverQueries),
+    ("mha-float-mask", MaskAsAdditiveFloats),
+    ("transpose-all-axes", KeysTransposedT),
+    ("transpose-wrong-axes", KeysSwappedWithHeads),
 ]
 
 

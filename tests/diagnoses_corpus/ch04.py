@@ -150,6 +150,32 @@ def mha_output_projection_transposed(X, W_q, W_k, W_v, W_o, num_heads, mask=None
     return out @ W_o.T, w
 
 
+def mha_softmax_over_queries(X, W_q, W_k, W_v, W_o, num_heads, mask=None):
+    return _mha(X, W_q, W_k, W_v, W_o, num_heads, mask, softmax_axis=-2)
+
+
+def mha_keys_dot_T(X, W_q, W_k, W_v, W_o, num_heads, mask=None):
+    """`k.T` on the (B, h, L, d_h) keys: every axis reversed, a shape error in the product."""
+    q, k, v = (_split(X @ W, num_heads) for W in (W_q, W_k, W_v))
+    s = q @ k.T / math.sqrt(q.shape[-1])
+    if mask is not None:
+        s = np.where(mask, s, -np.inf)
+    w = _softmax(s)
+    return _merge(w @ v) @ W_o, w
+
+
+def mha_merge_heads_last(X, W_q, W_k, W_v, W_o, num_heads, mask=None):
+    """Right split and attention; the merge puts the head axis last, interleaving the heads."""
+    q, k, v = (_split(X @ W, num_heads) for W in (W_q, W_k, W_v))
+    s = q @ np.swapaxes(k, -1, -2) / math.sqrt(q.shape[-1])
+    if mask is not None:
+        s = np.where(mask, s, -np.inf)
+    w = _softmax(s)
+    heads = w @ v
+    B, h, L, d_h = heads.shape
+    return np.einsum("bhld->bldh", heads).reshape(B, L, h * d_h) @ W_o, w
+
+
 BUGS = (
     [(SPLIT, f) for f in (split_plain_reshape, split_forgets_transpose, split_transposes_too_much,
                           split_heads_reversed, split_strided_columns)]
@@ -157,5 +183,6 @@ BUGS = (
                             merge_concatenates_positions)]
     + [(MHA, f) for f in (mha_unscaled, mha_mask_unused, mha_head_averaged_weights, mha_values_not_projected,
                           mha_keys_with_query_weights, mha_mask_negated, mha_softmax_over_heads,
-                          mha_no_output_projection, mha_scale_by_num_heads, mha_output_projection_transposed)]
+                          mha_no_output_projection, mha_scale_by_num_heads, mha_output_projection_transposed,
+                          mha_keys_dot_T, mha_merge_heads_last, mha_softmax_over_queries)]
 )

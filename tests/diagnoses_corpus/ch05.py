@@ -111,6 +111,46 @@ class ResidualAdded(_Base):
         return x + super().forward(x, mask)
 
 
+class KeysDotT(_Base):
+    """`k.T` on the (B, h, L, d_h) keys, as for a matrix."""
+
+    def forward(self, x, mask=None):
+        B, L, _ = x.shape
+        q, k, v = self.qkv(x)
+        w = self.attend(q @ k.T * self.scale(), mask)
+        return self.W_o((w @ v).transpose(1, 2).reshape(B, L, self.d))
+
+
+class KeysDotLowerT(_Base):
+    """`k.t()`: PyTorch refuses it on more than 2 axes."""
+
+    def forward(self, x, mask=None):
+        B, L, _ = x.shape
+        q, k, v = self.qkv(x)
+        w = self.attend(q @ k.t() * self.scale(), mask)
+        return self.W_o((w @ v).transpose(1, 2).reshape(B, L, self.d))
+
+
+class KeysTransposedAlongHeads(_Base):
+    """`k.transpose(1, 2)`: the head and position axes swapped where the last two were meant."""
+
+    def forward(self, x, mask=None):
+        B, L, _ = x.shape
+        q, k, v = self.qkv(x)
+        w = self.attend(q @ k.transpose(1, 2) * self.scale(), mask)
+        return self.W_o((w @ v).transpose(1, 2).reshape(B, L, self.d))
+
+
+class MergeWithoutTranspose(_Base):
+    """Splits right; merges the (B, h, L, d_h) heads with a plain reshape."""
+
+    def forward(self, x, mask=None):
+        B, L, _ = x.shape
+        q, k, v = self.qkv(x)
+        w = self.attend(q @ k.transpose(-2, -1) * self.scale(), mask)
+        return self.W_o((w @ v).reshape(B, L, self.d))
+
+
 # --- converters ---------------------------------------------------------------------------
 
 def _copy(mha, blocks, out_t=False, biases=True):
@@ -150,6 +190,7 @@ def convert_out_proj_transposed(mha):
 
 BUGS = [(MHSA, c) for c in (IgnoresMask, NoScale, ProjectionsWithoutBias, DetachedInput, NaNRows,
                             SoftmaxOverQueries, ValuesFromKeyProjection, MaskReadAsBlocked,
-                            OutputProjectionSkipped, ResidualAdded)] + \
+                            OutputProjectionSkipped, ResidualAdded, KeysDotT, KeysDotLowerT,
+                            MergeWithoutTranspose, KeysTransposedAlongHeads)] + \
        [(CONVERT, f) for f in (convert_v_k_q, convert_forgets_biases, convert_query_block_everywhere,
                                convert_out_proj_transposed)]

@@ -270,8 +270,9 @@ def _mha_which_part(case: Case, outputs: tuple) -> str | None:
     return None
 
 
-def _mha_variant(split=_split, merge=_merge, scale=None, project=True, transposed=False):
-    """A whole multi-head attention with the given (possibly wrong) parts."""
+def _mha_variant(split=_split, merge=_merge, scale=None, project=True, transposed=False, axis=-1):
+    """A whole multi-head attention with the given (possibly wrong) parts; ``axis``: the one the
+    softmax runs along (-2: over the queries)."""
 
     def variant(X, W_q, W_k, W_v, W_o, num_heads, mask=None):
         if transposed:
@@ -282,9 +283,9 @@ def _mha_variant(split=_split, merge=_merge, scale=None, project=True, transpose
         s = Q @ np.swapaxes(K, -1, -2) / np.sqrt(d_h if scale is None else scale(d, d_h))
         if mask is not None:
             s = np.where(mask, s, -np.inf)
-        m = s.max(axis=-1, keepdims=True)
+        m = s.max(axis=axis, keepdims=True)
         e = np.exp(s - np.where(np.isneginf(m), 0.0, m))
-        total = e.sum(axis=-1, keepdims=True)
+        total = e.sum(axis=axis, keepdims=True)
         w = np.where(total > 0, e / np.where(total > 0, total, 1.0), 0.0)
         merged = merge(w @ V)
         return (merged @ W_o if project else merged), w
@@ -337,8 +338,14 @@ MULTI_HEAD_ATTENTION = Exercise(
             (
                 _mha_variant(split=_split_interleaved),
                 _mha_variant(split=_split_interleaved, merge=_merge_interleaved),
-                _mha_variant(merge=_merge_interleaved),
             ),
+        ),
+        Misconception(  # the split is right: the blame is the merge's (your merge_heads)
+            "merge-heads-interleaved",
+            "Your split is right, but your merge interleaves the heads: column j of the merged "
+            "output comes from head j % h, because the head axis ends up last before flattening. "
+            "Concatenate whole heads: transpose to (B, L, h, d_h), then reshape (your merge_heads).",
+            (_mha_variant(merge=_merge_interleaved),),
         ),
         Misconception(
             "mha-scale-by-sqrt-d-model",
@@ -352,6 +359,13 @@ MULTI_HEAD_ATTENTION = Exercise(
             "You return the concatenated heads without the output projection. Multiply the "
             "merged heads by W_o: out = merge_heads(heads) @ W_o.",
             (_mha_variant(project=False),),
+        ),
+        Misconception(
+            "mha-softmax-over-queries",
+            "In every head your weights sum to 1 over the queries (axis -2), not over the keys: "
+            "each query spreads its attention over the keys, so take the softmax of the "
+            "(B, h, L_queries, L_keys) scores along the last axis (your chapter-01 attention does).",
+            (_mha_variant(axis=-2),),
         ),
         Misconception(
             "mha-weights-transposed",

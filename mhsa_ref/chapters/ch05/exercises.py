@@ -105,6 +105,13 @@ MULTI_HEAD_SELF_ATTENTION = Exercise(
             (deferred(f"{MISTAKES}:EmptyRowsUniform"),),
         ),
         Misconception(
+            "mha-float-mask",
+            "Your mask reaches F.scaled_dot_product_attention as numbers (`mask.float()`): a float "
+            "attn_mask is added to the scores, so an allowed key gets +1 and a blocked one +0, and "
+            "nothing is blocked. Pass the boolean mask itself (True = may attend).",
+            (deferred(f"{MISTAKES}:FloatMaskAdded"), deferred(f"{MISTAKES}:FloatMaskAddedRowsFixed")),
+        ),
+        Misconception(
             "mha-mask-ignored",
             "Your output does not depend on the mask. Pass it to F.scaled_dot_product_attention "
             "as attn_mask (or mask the scores with -inf where it is False) before the softmax.",
@@ -117,14 +124,37 @@ MULTI_HEAD_SELF_ATTENTION = Exercise(
             "attention uses that by default when given (B, h, L, d_h) tensors).",
             (deferred(f"{MISTAKES}:ScaleSqrtDModel"),),
         ),
+        # Split, merge or both: each its own message, so that the blame falls on the step that
+        # holds the mistake (a right split must not be told how to split).
         Misconception(
             "mha-view-without-transpose",
-            "Your heads are scrambled: `.view(B, h, L, d_h)` on a (B, L, d) tensor cuts the "
+            "Your split scrambles the heads: `.view(B, h, L, d_h)` on a (B, L, d) tensor cuts the "
             "sequence, not the width, into heads. Split with `.view(B, L, h, d_h)"
-            ".transpose(1, 2)`, and merge with `.transpose(1, 2).reshape(B, L, d)`.",
-            (deferred(f"{MISTAKES}:SplitViewNoTranspose"),
-             deferred(f"{MISTAKES}:SplitAndMergeViewNoTranspose"),
-             deferred(f"{MISTAKES}:MergeViewNoTranspose")),
+            ".transpose(1, 2)`; your merge back to (B, L, d) is right.",
+            (deferred(f"{MISTAKES}:SplitViewNoTranspose"),),
+        ),
+        Misconception(
+            "mha-merge-without-transpose",
+            "Your merge scrambles the heads (your split is right): the attention output is "
+            "(B, h, L, d_h), and `.reshape(B, L, d)` (or `.view`) of it mixes positions, because "
+            "the head axis still comes before L. Move it back first: "
+            "`.transpose(1, 2).reshape(B, L, d)`.",
+            (deferred(f"{MISTAKES}:MergeViewNoTranspose"),),
+        ),
+        Misconception(
+            "mha-split-and-merge-without-transpose",
+            "Both your split and your merge leave out the transpose: `.view(B, h, L, d_h)` on a "
+            "(B, L, d) tensor cuts the sequence, not the width, into heads, and the plain reshape "
+            "back hides it. Split with `.view(B, L, h, d_h).transpose(1, 2)` and merge with "
+            "`.transpose(1, 2).reshape(B, L, d)`.",
+            (deferred(f"{MISTAKES}:SplitAndMergeViewNoTranspose"),),
+        ),
+        Misconception(
+            "mha-softmax-over-queries",
+            "Your attention weights sum to 1 over the queries, not over the keys: the softmax runs "
+            "along dim=-2. Each query spreads its attention over the keys: `torch.softmax(scores, "
+            "dim=-1)` on scores of shape (B, h, L_queries, L_keys).",
+            (deferred(f"{MISTAKES}:SoftmaxOverQueries"),),
         ),
         Misconception(
             "mha-missing-output-projection",

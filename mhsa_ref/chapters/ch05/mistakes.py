@@ -106,6 +106,37 @@ class MergeViewNoTranspose(_Explicit):
         return t.reshape(B, L, self.d_model)
 
 
+class SoftmaxOverQueries(_Explicit):
+    """softmax(dim=-2): each key's weights sum to 1 over the queries (NaN, for a key no query
+    may see, made 0)."""
+
+    def _attend(self, q, k, v, mask, p):
+        scores = q @ k.transpose(-2, -1) / math.sqrt(self.d_head)
+        if mask is not None:
+            scores = scores.masked_fill(~mask, float("-inf"))
+        return torch.nan_to_num(torch.softmax(scores, dim=-2), nan=0.0) @ v
+
+
+class FloatMaskAdded(MultiHeadSelfAttention):
+    """The mask handed to F.scaled_dot_product_attention as floats (``mask.float()``): a float
+    mask is added to the scores, so True gets +1 and nothing is blocked."""
+
+    fix_empty_rows = False
+
+    def forward(self, x, mask=None):
+        B, L, _ = self._check_input(x)
+        mask = self._check_mask(mask, B, L, x.device)
+        q, k, v = self._project(x)
+        heads = F.scaled_dot_product_attention(q, k, v, attn_mask=None if mask is None else mask.to(q.dtype))
+        if mask is not None and self.fix_empty_rows:
+            heads = heads.masked_fill(~mask.any(dim=-1, keepdim=True), 0.0)
+        return self.W_o(self._merge(heads))
+
+
+class FloatMaskAddedRowsFixed(FloatMaskAdded):
+    fix_empty_rows = True
+
+
 class NoOutputProjection(MultiHeadSelfAttention):
     def forward(self, x, mask=None):
         B, L, _ = self._check_input(x)
