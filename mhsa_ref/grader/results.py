@@ -65,12 +65,14 @@ class BatchResults:
     roots: list[str] = field(default_factory=list)  # the class roots students were identified under
     skipped: list[dict] = field(default_factory=list)  # {"path", "reason"}: every path not graded
     claimed_twice: list[dict] = field(default_factory=list)  # {"student", "chapter", "paths"}
+    grader_failures: list[dict] = field(default_factory=list)  # {"path", "student", "error"}: not results
 
     def to_json(self) -> dict:
         """The whole ``results.json``."""
         return {"grader_version": GRADER_VERSION, "seed": self.seed,
                 "submissions": [r.to_json() for r in self.submissions], "roots": list(self.roots),
-                "skipped": list(self.skipped), "claimed_twice": list(self.claimed_twice)}
+                "skipped": list(self.skipped), "claimed_twice": list(self.claimed_twice),
+                "grader_failures": list(self.grader_failures)}
 
 
 def results_document(results: list[SubmissionResult], seed: int) -> dict:

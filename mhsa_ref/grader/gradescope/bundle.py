@@ -19,6 +19,7 @@ import zipfile
 from pathlib import Path
 
 from ... import chapters, exercises
+from .. import requirements
 from ..run import Limits
 
 PACKAGE = Path(__file__).resolve().parent.parent.parent
@@ -38,8 +39,9 @@ python3 -m venv "$VENV"
 chmod -R go-rwx "$ROOT/source" "$("$VENV/bin/python" -c 'import mhsa_ref, os; print(os.path.dirname(mhsa_ref.__file__))')"
 """
 
-TORCH = """# CPU PyTorch from PyTorch's own index: the default one would pull several GB of CUDA packages.
-"$VENV/bin/pip" install --quiet torch --index-url https://download.pytorch.org/whl/cpu
+TORCH = """# CPU PyTorch from PyTorch's own index (the default one would pull several GB of CUDA packages),
+# pinned to the book's version: mhsa-grade refuses a PyTorch chapter without it.
+"$VENV/bin/pip" install --quiet {install}
 """
 
 RUN = """#!/usr/bin/env bash
@@ -66,7 +68,8 @@ def write_bundle(chapter: str, output: Path, limits: Limits = Limits()) -> None:
     output = Path(output)
     output.parent.mkdir(parents=True, exist_ok=True)
     with zipfile.ZipFile(output, "w", zipfile.ZIP_DEFLATED) as zf:
-        _add(zf, "setup.sh", SETUP.format(torch=TORCH if needs_torch else ""), executable=True)
+        torch = TORCH.format(install=requirements.install_arguments("torch")) if needs_torch else ""
+        _add(zf, "setup.sh", SETUP.format(torch=torch), executable=True)
         _add(zf, "run_autograder", RUN.format(chapter=chapter, timeout=limits.timeout_s, memory=limits.memory_mb),
              executable=True)
         _add(zf, "mhsa_ref_src/pyproject.toml", bundle_pyproject())
