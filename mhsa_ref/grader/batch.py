@@ -25,11 +25,11 @@ from pathlib import Path
 
 from . import discover, lifeline, requirements
 from .. import exercises
-from ..untrusted.outcome import ERROR
+from ..notebooks import chapter_in_name
 from .grade import grade_notebook
 from .outputs import write_all
 from .files import shown
-from .results import BatchResults, ExerciseResult, SubmissionResult
+from .results import BatchResults, SubmissionResult
 from .run import Limits
 from .store import Store, fingerprint
 
@@ -91,35 +91,31 @@ def grade_batch(paths: list[str | Path], out: Path, jobs: int = 1, seed: int | N
     return write_all(batch, out)
 
 
-def count_against_maximum(result: SubmissionResult, chapter: str | None = None) -> None:
+def count_against_maximum(result: SubmissionResult, chapter: str | None = None, why: str = "") -> None:
     """A notebook that could not be graded at all (unreadable, not JSON, too large) scores 0 of
-    its assignment's real maximum, one ``error`` row per exercise, so that it lowers a
-    percentage like any unanswered assignment instead of vanishing as 0 of 0. ``chapter``: the
-    assignment, where the result does not know its own."""
-    chapter = result.chapter or chapter
-    if result.error is None or result.exercises or chapter is None:
+    its assignment's real maximum, so that it lowers a percentage like an unanswered assignment
+    instead of vanishing as 0 of 0. Its chapter: the configured one (already set), else its file
+    name's, else ``chapter`` (``why`` says how that was decided)."""
+    if result.error is None or result.max_score > 0:
         return
-    chapter_exercises = exercises.for_chapter(chapter)
-    if not chapter_exercises:
-        return
-    result.chapter = chapter
-    result.exercises = [ExerciseResult(ex.id, 0.0, ex.points, ERROR, None, f"Not graded: {result.error}")
-                        for ex in chapter_exercises]
-    result.score, result.max_score = 0.0, sum(ex.points for ex in chapter_exercises)
+    named = chapter_in_name(Path(result.path).name)
+    if result.chapter is None and named is not None and exercises.for_chapter(named):
+        result.chapter, result.chapter_source, chapter = named, discover.FILE_NAME, named
+    elif result.chapter is None and chapter is not None:
+        result.chapter = chapter
+        result.notes.append(f"counted against chapter {chapter}'s maximum: {why}")
+    if result.chapter is not None:
+        result.score = 0.0
+        result.max_score = sum(ex.points for ex in exercises.for_chapter(result.chapter))
 
 
 def _assignment_maximum(results: list[SubmissionResult]) -> None:
     """Without ``--chapter``, an ungradable notebook that names no chapter (not even in its file
     name) belongs to the batch's assignment when every other notebook is of one chapter."""
     chapters_seen = {r.chapter for r in results if r.chapter}
-    if len(chapters_seen) != 1:
-        return
-    (chapter,) = chapters_seen
-    for r in results:
-        if r.chapter is None and r.error is not None and not r.exercises:
-            count_against_maximum(r, chapter)
-            r.notes.append(f"counted against chapter {chapter}'s maximum: every other notebook of this batch "
-                           "is of that chapter")
+    if len(chapters_seen) == 1:
+        for r in results:
+            count_against_maximum(r, next(iter(chapters_seen)), "every other notebook of this batch is of that chapter")
 
 
 def claimed_twice(graded: list[tuple[discover.Submission, SubmissionResult]]) -> list[dict]:
