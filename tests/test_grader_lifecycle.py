@@ -404,3 +404,29 @@ def test_a_clean_batch_exits_0_and_says_nothing_needs_attention(tmp_path, capsys
     save(notebook(SOFTMAX_OK + SDPA_OK), tmp_path / "class" / "alice" / "01_attention_numpy.ipynb")
     code, err = _cli(capsys, str(tmp_path / "class"), "--out", str(tmp_path / "out"), "--jobs", "1")
     assert code == cli.EXIT_OK and "needs attention" not in err, err
+
+
+def test_run_autograder_fails_loudly_only_for_the_autograders_own_failures(tmp_path):
+    """Gradescope's run: an ungradable notebook (exit 1) and no notebook (exit 2) still give the
+    student results.json; a missing torch (exit 3) fails the run, with no grade at all."""
+    cases = (("05", "05_pytorch_gpu.ipynb", b'{"cells": []}', _without_torch(tmp_path), 3),
+             ("01", "01_attention_numpy.ipynb", b"{ not JSON", dict(os.environ), 0),
+             ("01", None, b"", dict(os.environ), 0))
+    for chapter, name, content, env, code in cases:
+        root = tmp_path / f"autograder{chapter}{name is None}"
+        write_bundle(chapter, tmp_path / "bundle.zip")
+        zipfile.ZipFile(tmp_path / "bundle.zip").extractall(root / "source")
+        (root / "submission").mkdir(parents=True)
+        if name:
+            (root / "submission" / name).write_bytes(content)
+        env.update(AUTOGRADER_ROOT=str(root), MHSA_PYTHON=sys.executable)
+        run = subprocess.run(["bash", str(root / "source" / "run_autograder")], env=env, capture_output=True,
+                             text=True, cwd=ROOT, timeout=300)
+        assert run.returncode == code, (chapter, name, run.stderr)
+        results = root / "results" / "results.json"
+        if code:
+            assert not results.exists() and "chapter 05 needs torch" in run.stderr
+        else:
+            doc = json.loads(results.read_text())
+            assert doc["score"] == 0.0
+            assert ("No notebook" if name is None else "cannot read the notebook: JSONDecodeError") in doc["output"], doc

@@ -53,8 +53,16 @@ PY="${{MHSA_PYTHON:-/opt/mhsa-venv/bin/python}}"
 OUT="$(mktemp -d)"
 trap 'rm -rf "$OUT"' EXIT
 mkdir -p "$ROOT/results"
+status=0
 "$PY" -m mhsa_ref.grader.cli "$ROOT/submission" --root "$ROOT/submission" --chapter {chapter} --out "$OUT" \\
-    --jobs 1 --no-progress --timeout {timeout:g} --memory {memory}
+    --jobs 1 --no-progress --timeout {timeout:g} --memory {memory} || status=$?
+# 1: graded, with something the results say (an unreadable notebook, a skipped file); 2: no notebook
+# in the submission, which collect tells the student. Anything else is this autograder's failure (3:
+# a package missing from the image; 130/143: stopped), and so is the grader's own failure: no grade.
+if [ "$status" -gt 2 ]; then exit "$status"; fi
+if [ "$status" -eq 1 ]; then
+    "$PY" -c 'import json, sys; f = json.load(open(sys.argv[1])).get("grader_failures"); sys.exit("the grader failed: " + f[0]["error"] if f else 0)' "$OUT/results.json"
+fi
 "$PY" -m mhsa_ref.grader.gradescope collect "$OUT" "$ROOT/results/results.json" {chapter}
 """
 
