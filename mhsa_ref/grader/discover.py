@@ -141,10 +141,9 @@ def suggested_chapter(sub: Submission) -> str | None:
 
     known = {ex.chapter for ex in exercises.REGISTRY.values()}
     try:
-        nb = read_notebook(sub.path, sub.root)
-    except Exception:  # unreadable: graded into an error row, which needs nothing
+        return chapter_of(read_notebook(sub.path, sub.root), sub.path, known).chapter
+    except Exception:  # unreadable, or not a notebook: graded into an error row, which needs nothing
         return None
-    return chapter_of(nb, sub.path, known).chapter
 
 
 def identify(rel: Path) -> tuple[str, str]:

@@ -7,6 +7,7 @@ and each sandbox with its zygote (``untrusted/boot.py``). So a ``kill -9`` of ``
 takes down, within moments, everything it started: without this the forkserver, the workers and
 their zygotes (about 1 GB) lived on for minutes, grading for no one.
 
+It also turns SIGINT and SIGTERM into ``Interrupted`` for ``mhsa-grade`` (``interruptible``).
 Standard library only: the forkserver imports it before anything else.
 """
 
@@ -19,21 +20,24 @@ import signal
 import sys
 
 PR_SET_PDEATHSIG = 1
+PARENT = "MHSA_GRADER_PID"  # the environment variable that tells the forkserver which pid started it
 
 
 def arm(parent: int | None = None) -> bool:
-    """Be sent SIGKILL when the parent dies; if it is already gone (it died before this line,
-    and this process was handed to init), die now. ``parent``: the pid this process was started
-    by, when known. Returns False where Linux's prctl is not there (other systems)."""
+    """Be sent SIGKILL when the parent dies, and die now if it already has (before this line
+    ran: this process then has another parent). ``parent``: the pid that started this process,
+    when known; else the parent at the time of the call. Returns False where Linux's prctl is
+    not there (other systems)."""
     if not sys.platform.startswith("linux"):
         return False
+    expected = os.getppid() if parent is None else parent
     try:
         libc = ctypes.CDLL(None, use_errno=True)
         if libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) != 0:
             return False
     except (OSError, AttributeError):
         return False
-    if os.getppid() == 1 or (parent is not None and os.getppid() != parent):
+    if os.getppid() != expected:
         os.kill(os.getpid(), signal.SIGKILL)
     return True
 
@@ -81,3 +85,4 @@ def interruptible():
     finally:
         for s, h in old.items():
             signal.signal(s, h)
+        _received.clear()  # a later batch in this process (a test, a notebook) starts afresh
