@@ -57,8 +57,7 @@ def grade_batch(paths: list[str | Path], out: Path, jobs: int = 1, seed: int | N
     out = Path(out)
     found = discover.scan(paths, root)
     discover.require_some(found, paths)
-    requirements.check({chapter} if chapter is not None else
-                       {c for c in map(discover.suggested_chapter, found.submissions) if c is not None})
+    requirements.check(chapter, lambda: {c for c in map(discover.suggested_chapter, found.submissions) if c})
     store = Store(out)
     seed = store.start(seed, chapter, resume, new_seed=lambda: secrets.randbelow(2**31))
     todo, done, failures = [], {}, []

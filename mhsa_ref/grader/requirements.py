@@ -12,8 +12,10 @@ else from what is installed; the Gradescope bundle installs the same pin.
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import re
 import sys
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 REQUIREMENTS = Path(__file__).resolve().parents[2] / "requirements.txt"
@@ -60,14 +62,33 @@ def missing(package: str) -> str | None:
     return None
 
 
-def check(chapter_numbers: set[str]) -> None:
-    """Raise ``MissingRequirements`` (one line) if a chapter to grade needs what is not here."""
+def findable(package: str) -> bool:
+    """Whether ``package`` is installed, without importing it (PyTorch takes seconds to import)."""
+    try:
+        return importlib.util.find_spec(package) is not None
+    except Exception:  # ImportError from a finder, a broken parent package
+        return False
+
+
+def check(configured: str | None, suggested: Callable[[], Iterable[str]]) -> None:
+    """Raise ``MissingRequirements`` (one line) if a chapter to grade needs what is not here.
+    ``configured``: the assignment's chapter, whose packages are imported now (the judge needs
+    them in this process anyway). Without one, ``suggested()`` reads each notebook's chapter,
+    but only when some chapter's package is not installed at all: reading every notebook twice
+    would cost a batch more than the check is worth when everything is there."""
     from .. import chapters
 
-    for number in sorted(chapter_numbers):
+    if configured is not None:
+        numbers, why = [configured], missing
+    else:
+        absent = {p for c in chapters.all_chapters() for p in c.requires if not findable(p)}
+        if not absent:
+            return
+        numbers, why = sorted(set(suggested())), (lambda p: missing(p) if p in absent else None)
+    for number in numbers:
         for package in chapters.get(number).requires:
-            why = missing(package)
-            if why is not None:
+            reason = why(package)
+            if reason is not None:
                 raise MissingRequirements(
                     f"chapter {number} needs {package}, which the grader's Python ({sys.executable}) cannot "
-                    f"import ({why}); install it with: {install_command(package)}")
+                    f"import ({reason}); install it with: {install_command(package)}")
