@@ -355,11 +355,21 @@ def test_nothing_to_grade_is_a_usage_error_and_writes_nothing(tmp_path, capsys):
     for args, says in (([str(tmp_path / "empty")], "nothing to grade"),
                        ([str(tmp_path / "no_notebook")], "1 path(s) were skipped"),
                        ([str(tmp_path / "missing")], "no such notebook or folder"),
-                       ([str(tmp_path / "empty"), "--chapter", "abc"], "there is no chapter 'abc'")):
+                       ([str(tmp_path / "empty"), "--chapter", "abc"], "there is no chapter 'abc'"),
+                       ([str(tmp_path / "no_notebook"), "--json", str(tmp_path / "nowhere" / "r.json")],
+                        "--json: no such folder")):
         code, err = _cli(capsys, *args, "--out", str(out))
         assert code == cli.EXIT_USAGE == 2, (args, err)
         assert says in err, err
         assert not out.exists()
+
+
+def test_a_file_in_the_way_of_the_output_folder_is_a_usage_error(tmp_path, capsys):
+    save(notebook(SOFTMAX_OK), tmp_path / "class" / "alice" / "01_attention_numpy.ipynb")
+    (tmp_path / "out").write_text("not a folder")
+    code, err = _cli(capsys, str(tmp_path / "class"), "--out", str(tmp_path / "out"))
+    assert code == cli.EXIT_USAGE and "--out:" in err and "exists and is not a folder" in err, err
+    assert "Traceback" not in err
 
 
 def test_nothing_to_grade_keeps_the_previous_results(tmp_path, capsys):

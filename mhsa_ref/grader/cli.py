@@ -81,6 +81,11 @@ def _grade(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         except ValueError as exc:
             parser.error(f"--chapter: {exc}")
 
+    # Checked before grading: a bad place for the results must not cost a whole batch's grading.
+    if args.out.exists() and not args.out.is_dir():
+        parser.error(f"--out: {args.out} exists and is not a folder")
+    if args.json not in (None, "-") and not Path(args.json).resolve().parent.is_dir():
+        parser.error(f"--json: no such folder for {args.json}")
     try:
         doc = grade_batch(args.paths, args.out, jobs=args.jobs, seed=args.seed, resume=args.resume,
                           limits=Limits(timeout_s=args.timeout, memory_mb=args.memory),
