@@ -9,7 +9,11 @@
     grade       one notebook: extract, run, judge (``mhsa_ref.judge``), attribute
     results     the grade of one notebook and its one serialised form
     store       results on disk as they are known: atomic, resumable
-    batch       many notebooks in parallel, surviving any one of them
+    batch       many notebooks in parallel, surviving any one of them; the grader's own failures
+                are reported, never stored as a student's result
+    lifeline    every process the grader starts dies with it (parent-death signals); Ctrl-C and
+                SIGTERM as ``Interrupted``
+    requirements  what a chapter needs in the grader's own Python, checked before grading
     outputs/    one writer per format: results.json, gradebook, feedback, Gradescope, summary;
                 escape.py makes what a submission controls inert in each format
     gradescope/ everything Gradescope: per-student results.json, collect, the autograder bundle
