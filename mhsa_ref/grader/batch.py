@@ -157,9 +157,9 @@ def _run(todo, seed, limits, chapter, jobs, progress):
 
 def _pool_round(todo, attempts, seed, limits, chapter, jobs, bar):
     """One pool over ``todo``; returns what to try again in a fresh pool after a worker died."""
+    os.environ[lifeline.PARENT] = str(os.getpid())  # read by the forkserver, if this pool starts it
     # Not fork: a process that has run PyTorch holds an OpenMP thread team, and a forked copy of
     # it hangs in its first matrix product. Forkserver workers start clean.
-    os.environ[lifeline.PARENT] = str(os.getpid())  # read by the forkserver, if this pool starts it
     pool = ProcessPoolExecutor(max_workers=max(1, jobs), mp_context=_CONTEXT, initializer=lifeline.worker_init)
     pending, given = {}, set()
     finished = False
