@@ -233,7 +233,9 @@ def test_without_a_configured_chapter_the_notebook_suggests_and_the_results_say_
     write(cls / "mallory" / NB, SOLVED_05)  # its metadata says 05, its name 02: not guessed
     proc = subprocess.run([sys.executable, "-m", "mhsa_ref.grader.cli", str(cls), "--out", str(tmp_path / "o"),
                            "--json", "-", "--seed", "1", "--no-progress", "--jobs", "1"],
-                          capture_output=True, text=True, timeout=300, check=True)
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == cli.EXIT_ATTENTION, proc.stderr  # mallory's notebook could not be graded
+    assert "needs attention: 1 notebook(s) could not be graded" in proc.stderr
     doc = json.loads(proc.stdout)
     alice, mallory = _one(doc, "alice"), _one(doc, "mallory")
     assert (alice["chapter"], alice["chapter_source"], alice["score"]) == ("02", "notebook metadata", 2.0)
@@ -385,8 +387,8 @@ def test_a_file_swapped_for_a_fifo_after_discovery_is_an_error_row_not_a_hang(tm
 
     result = grade_notebook(subs[0].path, subs[0].student, seed=1, chapter="02", root=tmp_path / "class")
     assert result.error == "not graded: a FIFO, not a regular file"
-    doc = grade_batch([tmp_path / "class"], tmp_path / "out", seed=1, chapter="02", progress=False)
-    assert doc["skipped"][0]["reason"].startswith("a FIFO") and doc["submissions"] == []
+    with pytest.raises(discover.NothingToGrade, match="a FIFO, not a regular file"):  # the batch: skipped, so none
+        grade_batch([tmp_path / "class"], tmp_path / "out", seed=1, chapter="02", progress=False)
 
 
 # ---- item 7: identity ------------------------------------------------------------------------

@@ -26,6 +26,7 @@ from pathlib import Path
 from . import discover, lifeline, requirements
 from .. import exercises
 from ..notebooks import chapter_in_name
+from .extract import read_notebook
 from .grade import grade_notebook
 from .outputs import write_all
 from .files import shown
@@ -75,7 +76,7 @@ def grade_batch(paths: list[str | Path], out: Path, jobs: int = 1, seed: int | N
             if isinstance(outcome, GraderFailure):
                 failures.append({"path": shown(sub.path), "student": sub.student, "error": outcome.error})
                 continue
-            count_against_maximum(outcome)
+            count_against_maximum(outcome, sub)
             store.save(sub.key, fingerprint_, outcome)
             done[sub.key] = outcome
     graded = []
@@ -83,24 +84,26 @@ def grade_batch(paths: list[str | Path], out: Path, jobs: int = 1, seed: int | N
         if sub.key in done:  # who it is belongs to this run's layout, also for a resumed result
             done[sub.key].student, done[sub.key].identified_by = sub.student, sub.identified_by
             graded.append((sub, done[sub.key]))
-    _assignment_maximum([r for _, r in graded])
+    _assignment_maximum(graded)
     claims = claimed_twice(graded)
     batch = BatchResults(seed, [r for _, r in graded], [shown(r) for r in found.roots],
                          [asdict(s) for s in found.skipped], claims, failures)
     return write_all(batch, out)
 
 
-def count_against_maximum(result: SubmissionResult, chapter: str | None = None, why: str = "") -> None:
-    """A notebook that could not be graded at all (unreadable, not JSON, too large) scores 0 of
-    its assignment's real maximum, so that it lowers a percentage like an unanswered assignment
+def count_against_maximum(result: SubmissionResult, sub: discover.Submission, chapter: str | None = None,
+                          why: str = "") -> None:
+    """A notebook that could not be read at all (unreadable, not JSON, too large) scores 0 of its
+    assignment's real maximum, so that it lowers a percentage like an unanswered assignment
     instead of vanishing as 0 of 0. Its chapter: the configured one (already set), else its file
-    name's, else ``chapter`` (``why`` says how that was decided)."""
-    if result.error is None or result.max_score > 0:
+    name's, else ``chapter`` (``why`` says how that was decided). A notebook that could be read
+    but did not say its chapter clearly (metadata and name disagree) is not guessed for."""
+    if result.error is None or result.max_score > 0 or result.chapter is not None or _readable(sub):
         return
-    named = chapter_in_name(Path(result.path).name)
-    if result.chapter is None and named is not None and exercises.for_chapter(named):
-        result.chapter, result.chapter_source, chapter = named, discover.FILE_NAME, named
-    elif result.chapter is None and chapter is not None:
+    named = chapter_in_name(sub.path.name)
+    if named is not None and exercises.for_chapter(named):
+        result.chapter, result.chapter_source = named, discover.FILE_NAME
+    elif chapter is not None:
         result.chapter = chapter
         result.notes.append(f"counted against chapter {chapter}'s maximum: {why}")
     if result.chapter is not None:
@@ -108,13 +111,22 @@ def count_against_maximum(result: SubmissionResult, chapter: str | None = None, 
         result.max_score = sum(ex.points for ex in exercises.for_chapter(result.chapter))
 
 
-def _assignment_maximum(results: list[SubmissionResult]) -> None:
-    """Without ``--chapter``, an ungradable notebook that names no chapter (not even in its file
+def _readable(sub: discover.Submission) -> bool:
+    try:
+        read_notebook(sub.path, sub.root)
+        return True
+    except Exception:
+        return False
+
+
+def _assignment_maximum(graded: list[tuple[discover.Submission, SubmissionResult]]) -> None:
+    """Without ``--chapter``, an unreadable notebook that names no chapter (not even in its file
     name) belongs to the batch's assignment when every other notebook is of one chapter."""
-    chapters_seen = {r.chapter for r in results if r.chapter}
+    chapters_seen = {r.chapter for _, r in graded if r.chapter}
     if len(chapters_seen) == 1:
-        for r in results:
-            count_against_maximum(r, next(iter(chapters_seen)), "every other notebook of this batch is of that chapter")
+        for sub, r in graded:
+            count_against_maximum(r, sub, next(iter(chapters_seen)),
+                                  "every other notebook of this batch is of that chapter")
 
 
 def claimed_twice(graded: list[tuple[discover.Submission, SubmissionResult]]) -> list[dict]:
