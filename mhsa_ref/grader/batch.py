@@ -87,7 +87,7 @@ def grade_batch(paths: list[str | Path], out: Path, jobs: int = 1, seed: int | N
     _assignment_maximum(graded)
     claims = claimed_twice(graded)
     batch = BatchResults(seed, [r for _, r in graded], [shown(r) for r in found.roots],
-                         [asdict(s) for s in found.skipped], claims, failures)
+                         [asdict(s) for s in found.skipped], claims, grader_failures=failures)
     return write_all(batch, out)
 
 
