@@ -439,4 +439,5 @@ def test_run_autograder_fails_loudly_only_for_the_autograders_own_failures(tmp_p
         else:
             doc = json.loads(results.read_text())
             assert doc["score"] == 0.0
-            assert ("No notebook" if name is None else "cannot read the notebook: JSONDecodeError") in doc["output"], doc
+            says = "No notebook" if name is None else "cannot read the notebook: JSONDecodeError"
+            assert says in doc["output"], doc

@@ -120,8 +120,8 @@ def attention(doc: dict, out: Path) -> list[str]:
     if failures:
         first = failures[0]
         lines.append(f"the grader itself failed on {len(failures)} notebook(s), which were NOT graded and have no "
-                     f"result (e.g. {first['path']}: {first['error']}; all in {out}/results.json, grader_failures); run "
-                     "the same command with --resume to grade them")
+                     f"result (e.g. {first['path']}: {first['error']}; all in {out}/results.json, "
+                     "grader_failures); run the same command with --resume to grade them")
     ungradable = [s for s in doc["submissions"] if s.get("error")]
     if ungradable:
         lines.append(f"{len(ungradable)} notebook(s) could not be graded and score 0 of their maximum "

@@ -29,7 +29,7 @@ class MissingRequirements(Exception):
 
 def pinned(package: str) -> str:
     """``package==version`` as ``requirements.txt`` pins it, else as installed, else bare."""
-    if REQUIREMENTS.is_file():
+    if REQUIREMENTS.is_file() and (REQUIREMENTS.parent / "pyproject.toml").is_file():  # a checkout, not site-packages
         for line in REQUIREMENTS.read_text().splitlines():
             match = re.fullmatch(rf"\s*{re.escape(package)}\s*==\s*([\w.]+)\s*(#.*)?", line)
             if match:
