@@ -101,11 +101,12 @@ def _alive(procs: set[tuple[int, int]]) -> set[tuple[int, int]]:
     return set(procs) & set(_processes())
 
 
-def _start(folder: Path, out: Path, *extra: str) -> tuple[subprocess.Popen, Path, list[str]]:
+def _start(folder: Path, out: Path, *extra: str, env: dict | None = None) -> tuple[subprocess.Popen, Path, list[str]]:
     args = [str(folder), "--out", str(out), "--jobs", "2", "--seed", "7", "--timeout", "20", *extra]
     err = out.parent / f"{out.name}.stderr"
     with open(err, "wb") as f:  # a file, not a pipe: a leftover process must not hang the test
-        proc = subprocess.Popen(CLI + args, start_new_session=True, stderr=f, stdout=subprocess.DEVNULL, cwd=ROOT)
+        proc = subprocess.Popen(CLI + args, start_new_session=True, stderr=f, stdout=subprocess.DEVNULL, cwd=ROOT,
+                                env=env)
     return proc, err, args
 
 
@@ -143,11 +144,19 @@ def _comparable(doc: dict) -> list[tuple]:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("how", ["SIGINT to the group", "SIGTERM to mhsa-grade", "SIGKILL to mhsa-grade"])
+@pytest.mark.parametrize("how", ["SIGINT to the group", "SIGTERM to mhsa-grade", "SIGKILL to mhsa-grade",
+                                 "SIGKILL to mhsa-grade, sandboxes without namespaces"])
 def test_an_ended_batch_leaves_no_process_behind(tmp_path, how):
-    folder = _slow_class(tmp_path / "class", 6)
+    # Two quick students, then sandboxes that would sleep far beyond the 3 s allowed below.
+    folder = tmp_path / "class"
+    for i in range(6):
+        stuck = "" if i < 2 else "\nimport time\n@exercise\ndef scaled_dot_product_attention(Q, K, V, mask=None):\n" \
+                                 "    time.sleep(60)\n"
+        save(notebook(SOFTMAX_OK + stuck), folder / f"student{i}" / "01_attention_numpy.ipynb")
     out = tmp_path / "out"
-    proc, err, args = _start(folder, out)
+    # Without namespaces no outer process guards the sandbox: it must die with its zygote itself.
+    env = dict(os.environ, MHSA_GRADER_NAMESPACES="0") if "without namespaces" in how else None
+    proc, err, args = _start(folder, out, env=env)
     seen = _watch_until_busy(proc, out)
     # The test is only worth something if it saw the whole tree: forkserver, workers, zygotes, sandboxes.
     commands = [_cmdline(p) for p in seen]
