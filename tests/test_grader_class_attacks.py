@@ -39,7 +39,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from mhsa_ref.grader import discover
+from mhsa_ref.grader import cli, discover
 from mhsa_ref.grader.run import Limits
 
 # The grader's newer parts are imported inside the tests that use them, so that the batch's
@@ -146,8 +146,11 @@ def grade(cls: Path, out: Path, *extra: str, paths: list[str] | None = None) -> 
                "--out", str(out), "--json", "-", "--jobs", "2", "--timeout", "5", "--seed", "3", "--no-progress", *extra]
     # The timeout only turns a hang (a FIFO read, a quadratic extraction) into a failure.
     proc = subprocess.run(command, capture_output=True, text=True, timeout=420)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return json.loads(proc.stdout)
+    assert proc.returncode in (0, 1), proc.stderr[-3000:]
+    doc = json.loads(proc.stdout)
+    # 1 exactly when something needs the instructor (skipped paths, two notebooks of one student)
+    assert proc.returncode == (1 if cli.attention(doc, out) else 0), proc.stderr[-3000:]
+    return doc
 
 
 @pytest.fixture(scope="module")
@@ -230,7 +233,9 @@ def test_without_a_configured_chapter_the_notebook_suggests_and_the_results_say_
     write(cls / "mallory" / NB, SOLVED_05)  # its metadata says 05, its name 02: not guessed
     proc = subprocess.run([sys.executable, "-m", "mhsa_ref.grader.cli", str(cls), "--out", str(tmp_path / "o"),
                            "--json", "-", "--seed", "1", "--no-progress", "--jobs", "1"],
-                          capture_output=True, text=True, timeout=300, check=True)
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == cli.EXIT_ATTENTION, proc.stderr  # mallory's notebook could not be graded
+    assert "needs attention: 1 notebook(s) could not be graded" in proc.stderr
     doc = json.loads(proc.stdout)
     alice, mallory = _one(doc, "alice"), _one(doc, "mallory")
     assert (alice["chapter"], alice["chapter_source"], alice["score"]) == ("02", "notebook metadata", 2.0)
@@ -382,8 +387,8 @@ def test_a_file_swapped_for_a_fifo_after_discovery_is_an_error_row_not_a_hang(tm
 
     result = grade_notebook(subs[0].path, subs[0].student, seed=1, chapter="02", root=tmp_path / "class")
     assert result.error == "not graded: a FIFO, not a regular file"
-    doc = grade_batch([tmp_path / "class"], tmp_path / "out", seed=1, chapter="02", progress=False)
-    assert doc["skipped"][0]["reason"].startswith("a FIFO") and doc["submissions"] == []
+    with pytest.raises(discover.NothingToGrade, match="a FIFO, not a regular file"):  # the batch: skipped, so none
+        grade_batch([tmp_path / "class"], tmp_path / "out", seed=1, chapter="02", progress=False)
 
 
 # ---- item 7: identity ------------------------------------------------------------------------

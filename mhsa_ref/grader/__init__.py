@@ -10,7 +10,11 @@
     results     the grade of one notebook and its one serialised form
     points      scores from what the checks found: points file, parts, overrides (every run)
     store       results on disk as they are known: atomic, resumable
-    batch       many notebooks in parallel, surviving any one of them
+    batch       many notebooks in parallel, surviving any one of them; the grader's own failures
+                are reported, never stored as a student's result
+    lifeline    every process the grader starts dies with it (parent-death signals); Ctrl-C and
+                SIGTERM as ``Interrupted``
+    requirements  what a chapter needs in the grader's own Python, checked before grading
     outputs/    one writer per format: results.json, gradebook, feedback, Gradescope, summary;
                 escape.py makes what a submission controls inert in each format
     copies      exercise code shared between students or taken from the book, for a person to judge

@@ -1,23 +1,32 @@
 """Batches: grade many notebooks in parallel, survive anything, resume after being killed.
 
-Each submission's result goes to the store (``store.py``) the moment it is known, and the
-reports are then written from the results (``outputs/``). A killed batch (even ``kill -9``)
-therefore loses at most the submissions that were in flight, and ``--resume`` grades exactly
-those: a result counts as done only for the same file contents, seed and chapter override.
+Each submission's result goes to the store (``store.py``) the moment this process receives it,
+and the reports are then written from the results (``outputs/``). A killed batch (even
+``kill -9``) therefore loses at most the submissions that were in flight, and ``--resume`` grades
+exactly those: a result counts as done only for the same file contents, seed and chapter override.
+
+Only a submission's own result is ever kept. A failure of the grader itself (an exception in its
+own code, a worker or zygote that died, a lost connection) is a ``GraderFailure``: reported
+(``grader_failures`` in results.json), never stored, so ``--resume`` grades that notebook again.
+An interruption (``lifeline.Interrupted``) ends the workers at once and keeps nothing in flight.
 """
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import os
 import secrets
 import sys
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 
-from . import discover
+from . import discover, lifeline, requirements
+from .. import exercises
+from ..notebooks import chapter_in_name
+from .extract import read_notebook
 from .grade import grade_notebook
 from .outputs import write_all
 from .points import Overrides, PointsTable, apply as apply_points
@@ -28,6 +37,15 @@ from .store import Store, fingerprint
 
 
 _CONTEXT = multiprocessing.get_context("forkserver")
+# The forkserver dies with this process, and the workers with it (``lifeline``).
+_CONTEXT.set_forkserver_preload(["mhsa_ref.grader.forkserver_preload"])
+
+
+@dataclass(frozen=True)
+class GraderFailure:
+    """The grader, not the submission, failed on a notebook: never a student's result."""
+
+    error: str
 
 
 def grade_batch(paths: list[str | Path], out: Path, jobs: int = 1, seed: int | None = None,
@@ -36,12 +54,17 @@ def grade_batch(paths: list[str | Path], out: Path, jobs: int = 1, seed: int | N
                 points: PointsTable | None = None, overrides: Overrides | None = None) -> dict:
     """Grade every notebook under ``paths`` as ``chapter`` (None: each notebook suggests its own,
     and its result says so); students are read relative to ``root`` (``discover``); scores follow
-    ``points`` and ``overrides`` (``points.py``), resumed results included."""
+    ``points`` and ``overrides`` (``points.py``), resumed results included.
+    Raises, before anything is written: ``FileNotFoundError`` (a path that does not exist),
+    ``discover.NothingToGrade`` (no notebook) and ``requirements.MissingRequirements`` (a chapter
+    to grade needs a package this Python lacks)."""
     out = Path(out)
+    found = discover.scan(paths, root)
+    discover.require_some(found, paths)
+    requirements.check(chapter, lambda: {c for c in map(discover.suggested_chapter, found.submissions) if c})
     store = Store(out)
     seed = store.start(seed, chapter, resume, new_seed=lambda: secrets.randbelow(2**31))
-    found = discover.scan(paths, root)
-    todo, done = [], {}
+    todo, done, failures = [], {}, []
     for sub in found.submissions:
         fingerprint_ = fingerprint(sub.path, seed, chapter, sub.root)
         saved = store.load(sub.key, fingerprint_) if resume else None
@@ -49,19 +72,66 @@ def grade_batch(paths: list[str | Path], out: Path, jobs: int = 1, seed: int | N
             done[sub.key] = saved
         else:
             todo.append((sub, fingerprint_))
-    for key, result in _run(todo, store, seed, limits, chapter, jobs, progress):
-        done[key] = result
+    with contextlib.closing(_run(todo, seed, limits, chapter, jobs, progress)) as graded_now:
+        for sub, fingerprint_, outcome in graded_now:
+            if lifeline.requested():  # an interruption someone swallowed: keep nothing in flight
+                raise lifeline.Interrupted(lifeline.requested())
+            if isinstance(outcome, GraderFailure):
+                failures.append({"path": shown(sub.path), "student": sub.student, "error": outcome.error})
+                continue
+            count_against_maximum(outcome, sub)
+            store.save(sub.key, fingerprint_, outcome)
+            done[sub.key] = outcome
     graded = []
     for sub in found.submissions:
         if sub.key in done:  # who it is belongs to this run's layout, also for a resumed result
             done[sub.key].student, done[sub.key].identified_by = sub.student, sub.identified_by
             graded.append((sub, done[sub.key]))
+    _assignment_maximum(graded)
     claims = claimed_twice(graded)
     batch = BatchResults(seed, [r for _, r in graded], [shown(r) for r in found.roots],
-                         [asdict(s) for s in found.skipped], claims)
+                         [asdict(s) for s in found.skipped], claims, grader_failures=failures)
     batch.points_file, batch.overrides_file = (points or PointsTable()).source, (overrides or Overrides()).source
     batch.override_warnings = apply_points(batch.submissions, points, overrides)
     return write_all(batch, out)
+
+
+def count_against_maximum(result: SubmissionResult, sub: discover.Submission, chapter: str | None = None,
+                          why: str = "") -> None:
+    """A notebook that could not be read at all (unreadable, not JSON, too large) scores 0 of its
+    assignment's real maximum, so that it lowers a percentage like an unanswered assignment
+    instead of vanishing as 0 of 0. Its chapter: the configured one (already set), else its file
+    name's, else ``chapter`` (``why`` says how that was decided). A notebook that could be read
+    but did not say its chapter clearly (metadata and name disagree) is not guessed for."""
+    if result.error is None or result.max_score > 0 or result.chapter is not None or _readable(sub):
+        return
+    named = chapter_in_name(sub.path.name)
+    if named is not None and exercises.for_chapter(named):
+        result.chapter, result.chapter_source = named, discover.FILE_NAME
+    elif chapter is not None:
+        result.chapter = chapter
+        result.notes.append(f"counted against chapter {chapter}'s maximum: {why}")
+    if result.chapter is not None:
+        result.score = 0.0
+        result.max_score = sum(ex.points for ex in exercises.for_chapter(result.chapter))
+
+
+def _readable(sub: discover.Submission) -> bool:
+    try:
+        read_notebook(sub.path, sub.root)
+        return True
+    except Exception:
+        return False
+
+
+def _assignment_maximum(graded: list[tuple[discover.Submission, SubmissionResult]]) -> None:
+    """Without ``--chapter``, an unreadable notebook that names no chapter (not even in its file
+    name) belongs to the batch's assignment when every other notebook is of one chapter."""
+    chapters_seen = {r.chapter for _, r in graded if r.chapter}
+    if len(chapters_seen) == 1:
+        for sub, r in graded:
+            count_against_maximum(r, sub, next(iter(chapters_seen)),
+                                  "every other notebook of this batch is of that chapter")
 
 
 def claimed_twice(graded: list[tuple[discover.Submission, SubmissionResult]]) -> list[dict]:
@@ -85,57 +155,102 @@ def claimed_twice(graded: list[tuple[discover.Submission, SubmissionResult]]) ->
     return claims
 
 
-def _run(todo, store, seed, limits, chapter, jobs, progress):
+def _run(todo, seed, limits, chapter, jobs, progress):
+    """Grade ``todo``; yield ``(submission, fingerprint, SubmissionResult | GraderFailure)`` as
+    each is known. Closing the generator (an interruption, an error here) kills the workers."""
     bar = _progress(len(todo), progress)
-    if len(todo) == 1:  # one notebook (Gradescope's case): no worker pool to start
-        sub, fingerprint_ = todo[0]
-        yield sub.key, _grade_one(sub, store, fingerprint_, seed, limits, chapter)
-        bar.update(1)
+    try:
+        if len(todo) == 1:  # one notebook (Gradescope's case): no worker pool to start
+            sub, fingerprint_ = todo[0]
+            yield sub, fingerprint_, _grade_one(sub, seed, limits, chapter)
+            bar.update(1)
+            return
+        attempts: dict[str, int] = {}
+        while todo:
+            todo = yield from _pool_round(todo, attempts, seed, limits, chapter, jobs, bar)
+    finally:
         bar.close()
-        return
-    attempts: dict[str, int] = {}
-    while todo:
-        pending = {}
+
+
+def _pool_round(todo, attempts, seed, limits, chapter, jobs, bar):
+    """One pool over ``todo``; returns what to try again in a fresh pool after a worker died."""
+    os.environ[lifeline.PARENT] = str(os.getpid())  # read by the forkserver, if this pool starts it
+    # Not fork: a process that has run PyTorch holds an OpenMP thread team, and a forked copy of
+    # it hangs in its first matrix product. Forkserver workers start clean.
+    pool = ProcessPoolExecutor(max_workers=max(1, jobs), mp_context=_CONTEXT, initializer=lifeline.worker_init)
+    pending, given = {}, set()
+    finished = False
+    try:
+        for item in todo:
+            sub, _ = item
+            pending[pool.submit(_grade_one, sub, seed, limits, chapter)] = item
         try:
-            # Not fork: a process that has run PyTorch holds an OpenMP thread team, and a forked
-            # copy of it hangs in its first matrix product. Forkserver workers start clean.
-            with ProcessPoolExecutor(max_workers=max(1, jobs), mp_context=_CONTEXT) as pool:
-                for item in todo:
-                    sub, fingerprint_ = item
-                    pending[pool.submit(_grade_one, sub, store, fingerprint_, seed, limits, chapter)] = item
-                for future in as_completed(pending):
-                    sub = pending[future][0]
-                    yield sub.key, future.result()
-                    bar.update(1)
-            todo = []
+            for future in as_completed(pending):
+                outcome = _outcome(future)
+                if outcome is None:
+                    raise BrokenProcessPool
+                given.add(future)
+                yield (*pending[future], outcome)
+                bar.update(1)
         except BrokenProcessPool:
-            # A grader process died (this should not happen: student code runs elsewhere). Try the
-            # unfinished ones again in a fresh pool, then give each up with an error result.
-            unfinished = [item for f, item in pending.items() if not f.done() or f.exception()]
-            todo = []
-            for item in unfinished:
-                sub, fingerprint_ = item
+            # A grader process died (student code runs elsewhere: this should not happen). What
+            # finished is kept; the rest is tried once more in a fresh pool, then reported.
+            retry = []
+            for future, item in pending.items():
+                if future in given:
+                    continue
+                outcome = _outcome(future) if future.done() else None
+                if outcome is not None:
+                    given.add(future)
+                    yield (*item, outcome)
+                    bar.update(1)
+                    continue
+                sub, _ = item
                 attempts[sub.key] = attempts.get(sub.key, 0) + 1
                 if attempts[sub.key] < 2:
-                    todo.append(item)
+                    retry.append(item)
                 else:
-                    result = SubmissionResult(shown(sub.path), sub.student, None, 0.0, 0.0, seed=seed,
-                                              error="the grader itself failed on this notebook")
-                    store.save(sub.key, fingerprint_, result)
+                    yield (*item, GraderFailure("a grader worker process died while grading this notebook"))
                     bar.update(1)
-                    yield sub.key, result
-    bar.close()
+            finished = True
+            return retry
+        finished = True
+        return []
+    finally:
+        if finished:
+            pool.shutdown(wait=True)
+        else:  # interrupted (or closed): end the workers now, not after their notebooks
+            _kill_workers(pool)
 
 
-def _grade_one(sub: discover.Submission, store: Store, fingerprint_: str, seed: int, limits: Limits,
-               chapter: str | None) -> SubmissionResult:
+def _outcome(future):
+    """A finished future's result, a GraderFailure for an error of the grader's, or None when
+    its worker died (the pool is broken)."""
     try:
-        result = grade_notebook(sub.path, sub.student, seed, limits, chapter, sub.root)
-    except Exception as exc:  # a grader bug must cost one result, not the batch
-        result = SubmissionResult(shown(sub.path), sub.student, None, 0.0, 0.0, seed=seed,
-                                  error=f"the grader failed on this notebook: {type(exc).__name__}: {exc}")
-    store.save(sub.key, fingerprint_, result)
-    return result
+        return future.result()
+    except BrokenProcessPool:
+        return None
+    except Exception as exc:  # e.g. a result that could not be sent back
+        return GraderFailure(f"{type(exc).__name__}: {str(exc)[:300]}")
+
+
+def _kill_workers(pool: ProcessPoolExecutor) -> None:
+    # (``_processes``: the executor keeps no public list of its workers.) Their zygotes and
+    # sandboxes die with them (``lifeline``).
+    for process in list((getattr(pool, "_processes", None) or {}).values()):
+        try:
+            process.kill()
+        except (OSError, AttributeError, ValueError):
+            pass
+    pool.shutdown(wait=False, cancel_futures=True)
+
+
+def _grade_one(sub: discover.Submission, seed: int, limits: Limits,
+               chapter: str | None) -> SubmissionResult | GraderFailure:
+    try:
+        return grade_notebook(sub.path, sub.student, seed, limits, chapter, sub.root)
+    except Exception as exc:  # the grader's own failure (grade_notebook never raises for a notebook)
+        return GraderFailure(f"{type(exc).__name__}: {str(exc)[:300]}")
 
 
 class _NoBar:

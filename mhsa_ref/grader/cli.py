@@ -4,6 +4,9 @@
                [--jobs N] [--timeout S] [--memory MB] [--seed N] [--resume]
     mhsa-grade gradescope-bundle CHAPTER -o autograder.zip
     mhsa-grade points-template [CHAPTER...] [-o points.csv]
+
+Exit codes (README, "Exit codes and interruptions"): ``EXIT_*`` below. Whatever needs the
+instructor's attention is also said on the terminal, one line per kind.
 """
 
 from __future__ import annotations
@@ -11,11 +14,19 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
+import signal
 import sys
 from pathlib import Path
 
-from . import points, zygote
+from . import lifeline, points, zygote
 from .limits import Limits
+
+EXIT_OK = 0  # every notebook graded, nothing to look at
+EXIT_ATTENTION = 1  # graded, but something needs the instructor (listed on the terminal and in summary.md)
+EXIT_USAGE = 2  # a usage error, a path that does not exist, or nothing to grade
+EXIT_REQUIREMENTS = 3  # a chapter to grade needs a package the grader's Python lacks
+EXIT_INTERRUPTED = {signal.SIGINT: 130, signal.SIGTERM: 143}  # 128 + the signal, as shells report it
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -26,7 +37,9 @@ def main(argv: list[str] | None = None) -> int:
         return points.template_main(argv[1:])
     parser = argparse.ArgumentParser(
         prog="mhsa-grade", description="Grade notebooks of 'Multi-Head Self-Attention, Step by Step' in a sandbox.",
-        epilog="Also: mhsa-grade gradescope-bundle CHAPTER -o autograder.zip")
+        epilog="Also: mhsa-grade gradescope-bundle CHAPTER -o autograder.zip. Exit codes: 0 all graded; "
+               "1 graded, but something needs your attention (see summary.md); 2 usage error or nothing to "
+               "grade; 3 a chapter's requirements are missing; 130/143 interrupted (resume with --resume).")
     parser.add_argument("paths", nargs="+", metavar="NOTEBOOK_OR_FOLDER",
                         help="notebooks, or folders of them (nbgrader's submitted/<student>/<assignment>/ works)")
     parser.add_argument("--out", type=Path, default=Path("grading"),
@@ -46,11 +59,25 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     points.add_options(parser)
     args = parser.parse_args(argv)
-    _prestart(args)
     if args.jobs < 1 or args.timeout <= 0 or args.memory < 64:
         parser.error("--jobs must be >= 1, --timeout > 0 and --memory >= 64")
+    try:
+        with lifeline.interruptible():
+            return _grade(args, parser)
+    except lifeline.Interrupted as exc:
+        # One line, no traceback: the workers are already gone, and nothing in flight was kept.
+        resume = shlex.join(["mhsa-grade", *(a for a in argv if a != "--resume"), "--resume"])
+        print(f"mhsa-grade: interrupted ({signal.Signals(exc.signum).name}); the notebooks being graded were "
+              f"not kept. Resume with: {resume}", file=sys.stderr)
+        return EXIT_INTERRUPTED.get(exc.signum, 128 + exc.signum)
+
+
+def _grade(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    _prestart(args)
     from .. import chapters
     from .batch import grade_batch
+    from .discover import NothingToGrade
+    from .requirements import MissingRequirements
 
     if args.chapter is not None:
         try:
@@ -58,11 +85,22 @@ def main(argv: list[str] | None = None) -> int:
         except ValueError as exc:
             parser.error(f"--chapter: {exc}")
 
+    # Checked before grading: a bad place for the results must not cost a whole batch's grading.
+    if args.out.exists() and not args.out.is_dir():
+        parser.error(f"--out: {args.out} exists and is not a folder")
+    if args.json not in (None, "-") and not Path(args.json).resolve().parent.is_dir():
+        parser.error(f"--json: no such folder for {args.json}")
     try:
         doc = grade_batch(args.paths, args.out, jobs=args.jobs, seed=args.seed, resume=args.resume,
                           limits=Limits(timeout_s=args.timeout, memory_mb=args.memory),
                           chapter=args.chapter, progress=not args.no_progress, root=args.root,
                           **points.options(args, parser))
+    except MissingRequirements as exc:
+        print(f"mhsa-grade: nothing graded: {exc}", file=sys.stderr)
+        return EXIT_REQUIREMENTS
+    except NothingToGrade as exc:
+        print(f"mhsa-grade: {exc}", file=sys.stderr)
+        return EXIT_USAGE
     except (FileNotFoundError, ValueError) as exc:
         parser.error(str(exc))
     text = json.dumps(doc, indent=1)
@@ -76,20 +114,43 @@ def main(argv: list[str] | None = None) -> int:
     isolation = sorted({s["isolation"] for s in subs if s.get("isolation")})
     print(f"graded {len(subs)} notebook(s) with seed {doc['seed']} into {args.out}/ "
           f"(isolation: {', '.join(isolation) or 'n/a'})", file=sys.stderr)
-    if doc.get("skipped"):
-        print(f"skipped {len(doc['skipped'])} path(s) that are not regular notebook files (see summary.md)",
-              file=sys.stderr)
+    problems = attention(doc, args.out)
+    for line in problems:
+        print(f"needs attention: {line}", file=sys.stderr)
+    return EXIT_ATTENTION if problems else EXIT_OK
+
+
+def attention(doc: dict, out: Path) -> list[str]:
+    """What in a batch's results needs the instructor, one line per kind (empty: nothing)."""
+    lines = []
+    failures = doc.get("grader_failures", [])
+    if failures:
+        first = failures[0]
+        lines.append(f"the grader itself failed on {len(failures)} notebook(s), which were NOT graded and have no "
+                     f"result (e.g. {first['path']}: {first['error']}; all in {out}/results.json, "
+                     "grader_failures); run the same command with --resume to grade them")
+    ungradable = [s for s in doc["submissions"] if s.get("error")]
+    if ungradable:
+        lines.append(f"{len(ungradable)} notebook(s) could not be graded and score 0 of their maximum "
+                     f"(e.g. {ungradable[0]['path']}: {ungradable[0]['error'][:200]}; see {out}/summary.md)")
     if doc.get("claimed_twice"):
-        print(f"{len(doc['claimed_twice'])} student(s) claimed by more than one notebook (see summary.md)",
-              file=sys.stderr)
-    return 0
+        lines.append(f"{len(doc['claimed_twice'])} student(s) claimed by more than one notebook of one chapter, "
+                     f"each graded on its own: decide which counts (see {out}/summary.md)")
+    if doc.get("skipped"):
+        lines.append(f"skipped {len(doc['skipped'])} path(s) that are not regular notebook files "
+                     f"(see {out}/summary.md)")
+    if doc.get("override_warnings"):
+        lines.append(f"{len(doc['override_warnings'])} override(s) not applied as written (the warnings above; "
+                     f"in {out}/results.json, override_warnings)")
+    return lines
 
 
 def _prestart(args: argparse.Namespace) -> None:
     """One notebook, or one chapter (Gradescope's run): start the sandbox's zygote first, so that
     it starts while NumPy, the registry and the notebook load here."""
-    if args.chapter is None and not (len(args.paths) == 1 and args.paths[0].endswith(".ipynb")):
-        return
+    one_notebook = len(args.paths) == 1 and args.paths[0].endswith(".ipynb")
+    if not one_notebook and (args.chapter is None or args.jobs > 1):
+        return  # the workers start their own: one here would only cost its start and memory
     torch = False
     if args.chapter is not None:
         from .. import chapters

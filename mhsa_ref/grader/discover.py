@@ -118,6 +118,34 @@ def scan(paths: list[str | Path], root: str | Path | None = None) -> Discovery:
     return found
 
 
+class NothingToGrade(ValueError):
+    """No notebook under the paths given: a usage error, never an empty gradebook."""
+
+
+def require_some(found: Discovery, paths: list[str | Path]) -> None:
+    """Raise ``NothingToGrade`` when ``found`` holds no notebook, saying what was there instead."""
+    if found.submissions:
+        return
+    where = ", ".join(shown(p) for p in paths[:3]) + (f" and {len(paths) - 3} more" if len(paths) > 3 else "")
+    extra = (f"; {len(found.skipped)} path(s) were skipped, e.g. {found.skipped[0].path}: {found.skipped[0].reason}"
+             if found.skipped else "")
+    raise NothingToGrade(f"nothing to grade: no notebook (a regular *.ipynb file) under {where}{extra}")
+
+
+def suggested_chapter(sub: Submission) -> str | None:
+    """The chapter a notebook suggests for itself (its metadata, else its name), as the grader
+    will read it; None when it cannot be read or says nothing usable. Only for checking, before
+    grading, what the chapters to grade need: grading reads the notebook again and decides."""
+    from .. import exercises
+    from .extract import read_notebook
+
+    known = {ex.chapter for ex in exercises.REGISTRY.values()}
+    try:
+        return chapter_of(read_notebook(sub.path, sub.root), sub.path, known).chapter
+    except Exception:  # unreadable, or not a notebook: graded into an error row, which needs nothing
+        return None
+
+
 def identify(rel: Path) -> tuple[str, str]:
     """The student of a notebook at ``rel`` (relative to the class root), and how it was read."""
     parts = rel.parts

@@ -76,6 +76,7 @@ class BatchResults:
     points_file: str | None = None  # the --points file the scores follow (None: the registry's points)
     overrides_file: str | None = None
     override_warnings: list[str] = field(default_factory=list)  # overrides not applied, or clamped
+    grader_failures: list[dict] = field(default_factory=list)  # {"path", "student", "error"}: not results
 
     def to_json(self) -> dict:
         """The whole ``results.json``."""
@@ -83,7 +84,8 @@ class BatchResults:
                 "submissions": [r.to_json() for r in self.submissions], "roots": list(self.roots),
                 "skipped": list(self.skipped), "claimed_twice": list(self.claimed_twice),
                 "points_file": self.points_file, "overrides_file": self.overrides_file,
-                "override_warnings": list(self.override_warnings)}
+                "override_warnings": list(self.override_warnings),
+                "grader_failures": list(self.grader_failures)}
 
 
 def results_document(results: list[SubmissionResult], seed: int) -> dict:

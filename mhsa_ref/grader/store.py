@@ -3,7 +3,8 @@
 ``<out>/run.json`` records the batch's seed and chapter; ``<out>/results/<key hash>.json`` holds
 one submission's result with the fingerprint it was graded under (the file's contents, the
 seed, the chapter). A killed batch (even ``kill -9``) therefore loses at most the notebooks in
-flight, and a resumed one takes a stored result only when its fingerprint still matches.
+flight, and a resumed one takes a stored result only when its fingerprint still matches (and it is a
+submission's own result: ``is_grader_failure``).
 """
 
 from __future__ import annotations
@@ -38,6 +39,16 @@ def fingerprint(path: Path, seed: int, chapter: str | None, root: Path | None = 
     except NotReadable as exc:  # graded anyway, into an error row that says why
         digest = "unreadable:" + hashlib.sha256(exc.reason.encode()).hexdigest()[:16]
     return f"{digest}:{seed}:{chapter}"
+
+
+# How older versions stored the grader's own failures as if they were a student's result.
+_OLD_GRADER_FAILURES = ("the grader failed on this notebook", "the grader itself failed")
+
+
+def is_grader_failure(result: SubmissionResult) -> bool:
+    """A stored "result" that records the grader's failure, not the submission's (written by
+    older versions; this one never stores one): ``--resume`` grades that notebook again."""
+    return (result.error or "").startswith(_OLD_GRADER_FAILURES)
 
 
 class Store:
@@ -77,7 +88,8 @@ class Store:
         saved = json.loads(file.read_text())
         if saved.get("fingerprint") != expected_fingerprint:
             return None
-        return SubmissionResult.from_json(saved["result"])
+        result = SubmissionResult.from_json(saved["result"])
+        return None if is_grader_failure(result) else result
 
     def save(self, key: str, fingerprint_: str, result: SubmissionResult) -> None:
         write_atomically(self.file_for(key), json.dumps({"fingerprint": fingerprint_, "result": result.to_json()}))

@@ -31,7 +31,7 @@ class Zygote:
         self.proc = subprocess.Popen(
             [sys.executable, "-I", "-B", BOOT, "--zygote", str(theirs.fileno())] + (["torch"] if torch else []),
             pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=stderr(),
-            env=ENV, cwd="/")
+            env=ENV, cwd="/", start_new_session=True)  # a terminal's Ctrl-C is for mhsa-grade to handle
         theirs.close()
         self.control = ours
         self.owner = os.getpid()  # a forked grader worker must start its own, never share this one

@@ -471,6 +471,7 @@ def sandbox(plan_stream, result_fd: int) -> None:
         notes.append(f"namespaces unavailable ({exc.strerror or exc})")
     _limits(limits, vm_size, processes)
     who = _drop_privileges(plan["uid"])
+    libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)  # dies with its zygote (a uid change cleared it)
     if not _seccomp():
         notes.append("no seccomp filter on this machine")
     if isolation == "none":

@@ -19,6 +19,7 @@ import zipfile
 from pathlib import Path
 
 from ... import chapters, exercises
+from .. import requirements
 from ..run import Limits
 
 PACKAGE = Path(__file__).resolve().parent.parent.parent
@@ -38,8 +39,9 @@ python3 -m venv "$VENV"
 chmod -R go-rwx "$ROOT/source" "$("$VENV/bin/python" -c 'import mhsa_ref, os; print(os.path.dirname(mhsa_ref.__file__))')"
 """
 
-TORCH = """# CPU PyTorch from PyTorch's own index: the default one would pull several GB of CUDA packages.
-"$VENV/bin/pip" install --quiet torch --index-url https://download.pytorch.org/whl/cpu
+TORCH = """# CPU PyTorch from PyTorch's own index (the default one would pull several GB of CUDA packages),
+# pinned to the book's version: mhsa-grade refuses a PyTorch chapter without it.
+"$VENV/bin/pip" install --quiet {install}
 """
 
 RUN = """#!/usr/bin/env bash
@@ -51,8 +53,16 @@ PY="${{MHSA_PYTHON:-/opt/mhsa-venv/bin/python}}"
 OUT="$(mktemp -d)"
 trap 'rm -rf "$OUT"' EXIT
 mkdir -p "$ROOT/results"
+status=0
 "$PY" -m mhsa_ref.grader.cli "$ROOT/submission" --root "$ROOT/submission" --chapter {chapter} --out "$OUT" \\
-    --jobs 1 --no-progress --timeout {timeout:g} --memory {memory}
+    --jobs 1 --no-progress --timeout {timeout:g} --memory {memory} || status=$?
+# 1: graded, with something the results say (an unreadable notebook, a skipped file); 2: no notebook
+# in the submission, which collect tells the student. Anything else is this autograder's failure (3:
+# a package missing from the image; 130/143: stopped), and so is the grader's own failure: no grade.
+if [ "$status" -gt 2 ]; then exit "$status"; fi
+if [ "$status" -eq 1 ]; then
+    "$PY" -c 'import json, sys; f = json.load(open(sys.argv[1])).get("grader_failures"); sys.exit("the grader failed: " + f[0]["error"] if f else 0)' "$OUT/results.json"
+fi
 "$PY" -m mhsa_ref.grader.gradescope collect "$OUT" "$ROOT/results/results.json" {chapter}
 """
 
@@ -66,7 +76,8 @@ def write_bundle(chapter: str, output: Path, limits: Limits = Limits()) -> None:
     output = Path(output)
     output.parent.mkdir(parents=True, exist_ok=True)
     with zipfile.ZipFile(output, "w", zipfile.ZIP_DEFLATED) as zf:
-        _add(zf, "setup.sh", SETUP.format(torch=TORCH if needs_torch else ""), executable=True)
+        torch = TORCH.format(install=requirements.install_arguments("torch")) if needs_torch else ""
+        _add(zf, "setup.sh", SETUP.format(torch=torch), executable=True)
         _add(zf, "run_autograder", RUN.format(chapter=chapter, timeout=limits.timeout_s, memory=limits.memory_mb),
              executable=True)
         _add(zf, "mhsa_ref_src/pyproject.toml", bundle_pyproject())
