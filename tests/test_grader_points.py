@@ -350,7 +350,7 @@ def test_a_batch_scores_parts_points_and_overrides_and_a_resume_reapplies_them(t
     code = cli.main([str(tmp_path / "class"), "--out", str(out), "--chapter", "01", "--resume", "--no-progress",
                      "--points", str(points), "--overrides", str(overrides)])
     err = capsys.readouterr().err
-    assert code == 0 and "override for 'dave', 01.softmax not applied" in err and "clamped to 4" in err
+    assert code == 1 and "needs attention: 2 override(s) not applied as written" in err and "override for 'dave', 01.softmax not applied" in err and "clamped to 4" in err
     doc = json.loads((out / "results.json").read_text())
     subs = {s["student"]: s for s in doc["submissions"]}
     assert (subs["alice"]["score"], subs["alice"]["max_score"]) == (10.0, 10.0)
