@@ -292,8 +292,16 @@ def _grade(tmp_path: Path, name: str, cells: list[str], chapter: str) -> dict:
     return {e["id"]: e for e in result["exercises"]}
 
 
-def _refused(exercise: dict, forbidden_expected: bool) -> None:
-    assert exercise["status"] in NOT_PASSED and exercise["score"] == 0, exercise
+def _refused(exercise: dict, forbidden_expected: bool, cheated_part: str | None = None) -> None:
+    """Nothing earned; or, where the trick touches one part of an exercise with parts (the
+    registry's partial credit), nothing for that part and no more than the other parts' points."""
+    assert exercise["status"] in NOT_PASSED, exercise
+    if cheated_part is None or exercise["status"] == "forbidden":
+        assert exercise["score"] == 0, exercise
+    else:
+        parts = {p["name"]: p for p in exercise["parts"]}
+        assert not parts[cheated_part]["passed"] and parts[cheated_part]["points"] == 0, exercise
+        assert exercise["score"] == sum(p["points"] for p in parts.values() if p["passed"]), exercise
     if forbidden_expected:
         assert exercise["status"] == "forbidden", exercise
 
@@ -492,7 +500,9 @@ def recomputed_attention(q, k, v, causal=False):
 def test_ch08_weights_kept_outside_autograd_are_counted(tmp_path: Path, name: str) -> None:
     keep, get = CH08_KEPT[name]
     cells = [CH08_IMPORTS, CH08_KEEPS_P.replace("@@KEEP@@", keep).replace("@@GET@@", get)]
-    _refused(_grade(tmp_path, name, cells, "08")["08.recomputed_attention"], forbidden_expected=False)
+    # The forward is right (it is the plain one): only the backward's memory count is cheated.
+    _refused(_grade(tmp_path, name, cells, "08")["08.recomputed_attention"], forbidden_expected=False,
+             cheated_part="backward")
 
 
 @pytest.mark.parametrize("name", sorted(CH08_CALLS))
@@ -500,7 +510,7 @@ def test_ch08_library_backward_and_measurement_tricks_earn_nothing(tmp_path: Pat
     """Each scored full marks on 5344b2c."""
     cells = [CH08_IMPORTS, CH08_CALL.replace("@@BODY@@", CH08_CALLS[name])]
     result = _grade(tmp_path, name, cells, "08")["08.recomputed_attention"]
-    _refused(result, forbidden_expected=name in ("flash_kernel", "checkpoint_function"))
+    _refused(result, forbidden_expected=name in ("flash_kernel", "checkpoint_function"), cheated_part="backward")
 
 
 def test_ch08_recomputation_through_autograd_grad_is_credited(tmp_path: Path) -> None:
