@@ -94,7 +94,8 @@ MHA_DESC = (
     "Every head i runs scaled dot-product attention on its own slice, softmax(Q_i K_i^T / "
     "sqrt(d_h)) V_i, giving (B, L, d_h) per head, (B, h, L, d_h) for all heads at once. The "
     "heads are concatenated back: transposed to (B, L, h, d_h) and reshaped to (B, L, d). A "
-    "last linear layer W_O mixes the heads and gives the output, shape (B, L, d)."
+    "last linear layer W_O gives the output, shape (B, L, d): every head output is multiplied by "
+    "its own rows of W_O, and the results are added."
 )
 
 
