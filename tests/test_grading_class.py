@@ -1,0 +1,216 @@
+"""Issue 14, "Done when": a scripted class of 30 students over chapters 01 and 03, graded by
+``mhsa-grade`` as an instructor runs it, and every number of what it writes checked against what
+the script put in (``tests/grading_class/roster.py``), never against the grader's own answers.
+
+The class is solved, wrong in every way ``tests/ch01`` and ``tests/ch03``'s learners are,
+unsolved, incomplete, hostile and duplicated, in plain folders, nbgrader's layout and a single
+file; between them its notebooks earn every one of the eight statuses. One grading run serves
+every test here (about 40 s on two busy cores: ``python -m pytest tests/test_grading_class.py``).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import re
+import subprocess
+import sys
+import time
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from mhsa_ref.untrusted.outcome import STATUSES
+
+from .grading_class.builder import build_class
+from .grading_class.roster import EXERCISES, MAX_SCORE, NOTEBOOKS, POINTS, ClassSpec, Notebook
+
+pytestmark = pytest.mark.slow
+
+SEED = 7
+TIMEOUT_S = 5  # per exercise: uma's endless loop costs this much of one worker
+
+
+@dataclass
+class Graded:
+    spec: ClassSpec
+    root: Path
+    out: Path
+    returncode: int
+    stderr: str
+    seconds: float
+
+    @property
+    def doc(self) -> dict:
+        return json.loads((self.out / "results.json").read_text())
+
+    def submissions(self) -> dict[str, dict]:
+        """results.json's submissions by their path below the class root."""
+        return {Path(s["path"]).relative_to(self.root).as_posix(): s for s in self.doc["submissions"]}
+
+
+def grade(paths: list[str], out: Path, *extra: str, timeout: float = 300) -> subprocess.CompletedProcess:
+    """``mhsa-grade`` as a class is graded: a process of its own, two workers."""
+    command = [sys.executable, "-m", "mhsa_ref.grader.cli", *paths, "--out", str(out), "--jobs", "2",
+               "--seed", str(SEED), "--timeout", str(TIMEOUT_S), "--no-progress", *extra]
+    return subprocess.run(command, capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory) -> Graded:
+    base = tmp_path_factory.mktemp("grading_class")
+    root = base / "class"
+    spec = build_class(root)
+    t0 = time.perf_counter()
+    proc = grade([str(root)], base / "grading")
+    seconds = time.perf_counter() - t0
+    assert (base / "grading" / "results.json").exists(), proc.stderr[-3000:]
+    return Graded(spec, root, base / "grading", proc.returncode, proc.stderr, seconds)
+
+
+def _mismatches(graded: Graded) -> list[str]:
+    got = graded.submissions()
+    problems = []
+    for nb in graded.spec.notebooks:
+        sub = got.get(nb.path)
+        if sub is None:
+            problems.append(f"{nb.path}: not graded")
+            continue
+        by_id = {e["id"]: e for e in sub["exercises"]}
+        if sorted(by_id) != sorted(EXERCISES[nb.chapter]):
+            problems.append(f"{nb.path}: exercises {sorted(by_id)}")
+            continue
+        for a in nb.answers:
+            e = by_id[a.exercise]
+            want = (a.status, a.misconception, a.score, POINTS[a.exercise])
+            have = (e["status"], e["misconception"], e["score"], e["max_score"])
+            if have != want:
+                problems.append(f"{nb.path} {a.exercise} ({nb.kind}): want {want}, got {have}: {e['feedback'][:300]}")
+    return problems
+
+
+# =============================================================================================
+# The class itself: as large and as varied as the issue asks
+
+
+def test_the_scripted_class_covers_what_the_issue_names(graded):
+    spec = graded.spec
+    assert len(spec.students) >= 20
+    assert {nb.chapter for nb in spec.notebooks} == set(NOTEBOOKS)
+    assert {nb.kind for nb in spec.notebooks} >= {"solved", "wrong", "unsolved", "incomplete", "hostile", "duplicated"}
+    assert {nb.identified_by for nb in spec.notebooks} == {"folder", "nbgrader", "file"}
+    # between them, the notebooks are meant to earn every status the grader has
+    assert {a.status for nb in spec.notebooks for a in nb.answers} == set(STATUSES)
+    assert spec.claimed_twice() == {("dora", "01"): ["dora/01_attention_numpy.ipynb",
+                                                     "dora/Copy of 01_attention_numpy.ipynb"]}
+    print(f"graded {len(spec.notebooks)} notebooks of {len(spec.students)} students in {graded.seconds:.1f} s")
+
+
+# =============================================================================================
+# results.json: every exercise of every notebook, and every notebook's totals
+
+
+def test_every_exercise_gets_its_scripted_status_score_and_misconception(graded):
+    problems = _mismatches(graded)
+    assert not problems, "\n".join(problems)
+
+
+def test_every_notebook_is_graded_once_with_its_score_maximum_student_and_chapter(graded):
+    got = graded.submissions()
+    assert sorted(got) == sorted(nb.path for nb in graded.spec.notebooks)  # nothing more, nothing twice
+    assert graded.doc["seed"] == SEED and graded.doc["skipped"] == []
+    for nb in graded.spec.notebooks:
+        sub = got[nb.path]
+        assert (sub["student"], sub["chapter"], sub["score"], sub["max_score"], sub["error"]) == (
+            nb.student, nb.chapter, nb.score, MAX_SCORE[nb.chapter], None), nb.path
+        assert sub["seed"] == SEED and sub["chapter_source"] == "notebook metadata"
+        assert sub["isolation"] != "unknown"
+
+
+def test_every_student_is_identified_by_the_layout_they_handed_in(graded):
+    words = {"folder": "its folder directly under the class root", "nbgrader": "nbgrader's layout",
+             "file": "its file name"}
+    got = graded.submissions()
+    for nb in graded.spec.notebooks:
+        assert words[nb.identified_by] in got[nb.path]["identified_by"], nb.path
+    summary = (graded.out / "summary.md").read_text()
+    for nb in graded.spec.notebooks:  # the summary says the same, per notebook
+        assert f"- `{nb.student}`: {got[nb.path]['identified_by']} (`{nb.path}`)" in summary, nb.path
+
+
+def test_a_student_with_two_notebooks_of_one_chapter_is_reported_not_merged(graded):
+    claims = {(c["student"], c["chapter"]): sorted(Path(p).relative_to(graded.root).as_posix() for p in c["paths"])
+              for c in graded.doc["claimed_twice"]}
+    assert claims == graded.spec.claimed_twice()
+    got = graded.submissions()
+    for (student, chapter), paths in claims.items():
+        for path in paths:  # each graded on its own, and told about the other
+            others = [p for p in paths if p != path]
+            assert any(all(o in note for o in others) for note in got[path]["notes"]), got[path]["notes"]
+    summary = (graded.out / "summary.md").read_text()
+    assert "## Students claimed by more than one notebook" in summary and "- `dora`, chapter 01: " in summary
+
+
+# =============================================================================================
+# gradebook.csv, feedback, Gradescope's files, summary.md
+
+
+def test_gradebook_has_exactly_one_scripted_row_per_notebook_and_exercise(graded):
+    rows = list(csv.DictReader(io.StringIO((graded.out / "gradebook.csv").read_text())))
+    got = Counter((r["student"], Path(r["notebook"]).relative_to(graded.root).as_posix(), r["chapter"], r["exercise"],
+                   r["status"], float(r["score"]), float(r["max_score"]), r["misconception"]) for r in rows)
+    want = Counter((nb.student, nb.path, nb.chapter, a.exercise, a.status, a.score, POINTS[a.exercise],
+                    a.misconception or "") for nb in graded.spec.notebooks for a in nb.answers)
+    assert got == want, (want - got, got - want)
+
+
+def test_each_notebook_has_feedback_and_a_gradescope_file_with_its_score(graded):
+    # Matched by content, not by file name: what a file is called is issue 14's item 6.
+    notebooks = graded.spec.notebooks
+    feedback = sorted((graded.out / "feedback").glob("**/*.md"))
+    scores = Counter(re.search(r"^Score: \*\*(\S+) / (\S+)\*\*$", f.read_text(), re.MULTILINE).groups()
+                     for f in feedback)
+    assert scores == Counter((f"{nb.score:g}", f"{nb.max_score:g}") for nb in notebooks)
+    assert len(list((graded.out / "feedback").glob("**/*.html"))) == len(notebooks)
+    gradescope = [json.loads(f.read_text()) for f in sorted((graded.out / "gradescope").glob("**/*.json"))]
+    got = Counter((g["score"], tuple(t["status"] for t in g["tests"])) for g in gradescope)
+    want = Counter((nb.score, tuple("passed" if a.status == "passed" else "failed" for a in nb.answers))
+                   for nb in notebooks)
+    assert got == want
+
+
+def test_summary_counts_students_notebooks_statuses_and_misconceptions(graded):
+    spec, text = graded.spec, (graded.out / "summary.md").read_text()
+    assert f"{len(spec.students)} students, {len(spec.notebooks)} notebooks." in text
+    for ex in POINTS:  # the status table: notebooks per exercise and status
+        counts = Counter(a.status for nb in spec.notebooks for a in nb.answers if a.exercise == ex)
+        assert f"| {ex} | " + " | ".join(str(counts.get(s, 0)) for s in STATUSES) + " |" in text, ex
+    # misconceptions: students (not notebooks) per exercise and misconception
+    want = Counter((a.exercise, a.misconception) for student in spec.students
+                   for a in {a for nb in spec.of(student) for a in nb.answers if a.misconception})
+    lines = re.findall(r"^- \*\*(\d+) of \d+\*\* .*\(`([^`]+)`, (\S+)\)$", text, re.MULTILINE)
+    got = {(ex, mid): int(k) for k, mid, ex in lines}
+    assert got == dict(want)
+    assert re.findall(r"^- \*\*\d+ of (\d+)\*\*", text, re.MULTILINE) == [str(len(spec.students))] * len(want)
+
+
+def test_hostile_notebooks_leave_no_trace_outside_their_sandbox(graded):
+    # xia's softmax wrote a full-marks results.json wherever it could: nothing landed.
+    forged = [p for p in [*graded.root.rglob("results.json"), graded.root.parent / "results.json",
+                          Path.home() / "results.json", Path("/tmp/results.json")]
+              if p.exists() and "all tests passed" in p.read_text(errors="replace")]
+    assert forged == []
+    assert {p.name for p in graded.out.iterdir() if not p.name.startswith(".")} <= {
+        "results.json", "run.json", "results", "gradebook.csv", "feedback", "gradescope", "summary.md", "summary.png",
+        *KNOWN_LATER_OUTPUTS}
+    # yara's printed "Score: 5 / 5" and zane's patched NumPy changed nothing: checked with every
+    # other exercise above; here, that their feedback does not repeat the fake score either.
+    got = graded.submissions()
+    assert all("5 / 5" not in e["feedback"] for e in got["yara/01_attention_numpy.ipynb"]["exercises"])
+
+
+# Files that the records, points and copies branches of issue 14 add to the output folder.
+KNOWN_LATER_OUTPUTS: set[str] = set()
