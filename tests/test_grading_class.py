@@ -17,7 +17,6 @@ import os
 import re
 import signal
 import subprocess
-import sys
 import time
 from collections import Counter
 from dataclasses import dataclass
@@ -27,50 +26,51 @@ import pytest
 
 from mhsa_ref.untrusted.outcome import STATUSES
 
+from .grading_class import CLASS, OUT, SEED, grader_command, run_grader
 from .grading_class.builder import build_class
-from .grading_class.roster import EXERCISES, MAX_SCORE, NOTEBOOKS, POINTS, ClassSpec, Notebook
+from .grading_class.roster import EXERCISES, MAX_SCORE, NOTEBOOKS, POINTS, ClassSpec
 
 pytestmark = pytest.mark.slow
-
-SEED = 7
-TIMEOUT_S = 5  # per exercise: uma's endless loop costs this much of one worker
 
 
 @dataclass
 class Graded:
     spec: ClassSpec
-    root: Path
-    out: Path
+    base: Path  # the folder the grader ran in: it holds class/ and grading/
     returncode: int
     stderr: str
     seconds: float
 
     @property
+    def root(self) -> Path:
+        return self.base / CLASS
+
+    @property
+    def out(self) -> Path:
+        return self.base / OUT
+
+    @property
     def doc(self) -> dict:
         return json.loads((self.out / "results.json").read_text())
 
-    def submissions(self) -> dict[str, dict]:
+    def below_root(self, path: str) -> str:
+        """A path the grader wrote (relative to where it ran), below the class root."""
+        return (self.base / path).relative_to(self.root).as_posix()
+
+    def submissions(self, doc: dict | None = None) -> dict[str, dict]:
         """results.json's submissions by their path below the class root."""
-        return {Path(s["path"]).relative_to(self.root).as_posix(): s for s in self.doc["submissions"]}
-
-
-def grade(paths: list[str], out: Path, *extra: str, timeout: float = 300) -> subprocess.CompletedProcess:
-    """``mhsa-grade`` as a class is graded: a process of its own, two workers."""
-    command = [sys.executable, "-m", "mhsa_ref.grader.cli", *paths, "--out", str(out), "--jobs", "2",
-               "--seed", str(SEED), "--timeout", str(TIMEOUT_S), "--no-progress", *extra]
-    return subprocess.run(command, capture_output=True, text=True, timeout=timeout)
+        return {self.below_root(s["path"]): s for s in (doc or self.doc)["submissions"]}
 
 
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory) -> Graded:
     base = tmp_path_factory.mktemp("grading_class")
-    root = base / "class"
-    spec = build_class(root)
+    spec = build_class(base / CLASS)
     t0 = time.perf_counter()
-    proc = grade([str(root)], base / "grading")
+    proc = run_grader(base)
     seconds = time.perf_counter() - t0
-    assert (base / "grading" / "results.json").exists(), proc.stderr[-3000:]
-    return Graded(spec, root, base / "grading", proc.returncode, proc.stderr, seconds)
+    assert (base / OUT / "results.json").exists(), proc.stderr[-3000:]
+    return Graded(spec, base, proc.returncode, proc.stderr, seconds)
 
 
 def _mismatches(graded: Graded) -> list[str]:
@@ -144,7 +144,7 @@ def test_every_student_is_identified_by_the_layout_they_handed_in(graded):
 
 
 def test_a_student_with_two_notebooks_of_one_chapter_is_reported_not_merged(graded):
-    claims = {(c["student"], c["chapter"]): sorted(Path(p).relative_to(graded.root).as_posix() for p in c["paths"])
+    claims = {(c["student"], c["chapter"]): sorted(graded.below_root(p) for p in c["paths"])
               for c in graded.doc["claimed_twice"]}
     assert claims == graded.spec.claimed_twice()
     got = graded.submissions()
@@ -162,7 +162,7 @@ def test_a_student_with_two_notebooks_of_one_chapter_is_reported_not_merged(grad
 
 def test_gradebook_has_exactly_one_scripted_row_per_notebook_and_exercise(graded):
     rows = list(csv.DictReader(io.StringIO((graded.out / "gradebook.csv").read_text())))
-    got = Counter((r["student"], Path(r["notebook"]).relative_to(graded.root).as_posix(), r["chapter"], r["exercise"],
+    got = Counter((r["student"], graded.below_root(r["notebook"]), r["chapter"], r["exercise"],
                    r["status"], float(r["score"]), float(r["max_score"]), r["misconception"]) for r in rows)
     want = Counter((nb.student, nb.path, nb.chapter, a.exercise, a.status, a.score, POINTS[a.exercise],
                     a.misconception or "") for nb in graded.spec.notebooks for a in nb.answers)
@@ -256,11 +256,11 @@ def test_ctrl_c_stops_at_once_and_resume_gives_the_uninterrupted_results(graded,
     Ctrl-C does (SIGINT to the whole foreground group) once a few results are in, then resumed:
     nothing in flight is saved as a result, and the resumed run's results are the uninterrupted
     run's."""
-    files = sorted(str(graded.root / nb.path) for nb in graded.spec.notebooks if nb.chapter == "01")
+    files = sorted(f"{CLASS}/{nb.path}" for nb in graded.spec.notebooks if nb.chapter == "01")
     out = tmp_path / "grading"
-    command = [sys.executable, "-m", "mhsa_ref.grader.cli", *files, "--root", str(graded.root), "--out", str(out),
-               "--jobs", "2", "--seed", str(SEED), "--timeout", str(TIMEOUT_S), "--no-progress"]
-    proc = subprocess.Popen(command, start_new_session=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    command = grader_command(files, out, "--root", CLASS)
+    proc = subprocess.Popen(command, cwd=graded.base, start_new_session=True, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
     store = out / "results"
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and proc.poll() is None and len(list(store.glob("*.json"))) < 4:
@@ -281,9 +281,9 @@ def test_ctrl_c_stops_at_once_and_resume_gives_the_uninterrupted_results(graded,
     assert 4 <= len(saved) < len(files)
     assert [r["path"] for r in saved if r["error"]] == []  # a grader's failure is no student's result
 
-    resumed = subprocess.run(command + ["--resume"], capture_output=True, text=True, timeout=300)
-    doc = json.loads((out / "results.json").read_text())
+    resumed = subprocess.run(command + ["--resume"], cwd=graded.base, capture_output=True, text=True, timeout=300)
     uninterrupted = {p: _without_timings(s) for p, s in graded.submissions().items() if s["chapter"] == "01"}
-    got = {Path(s["path"]).relative_to(graded.root).as_posix(): _without_timings(s) for s in doc["submissions"]}
+    doc = json.loads((out / "results.json").read_text())
+    got = {p: _without_timings(s) for p, s in graded.submissions(doc).items()}
     assert got == uninterrupted
     assert resumed.returncode == graded.returncode  # the same class, the same verdict on it
