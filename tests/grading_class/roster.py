@@ -99,6 +99,9 @@ class ClassSpec:
     def of(self, student: str, chapter: str | None = None) -> list[Notebook]:
         return [nb for nb in self.notebooks if nb.student == student and chapter in (None, nb.chapter)]
 
+    def of_chapter(self, chapter: str) -> list[Notebook]:
+        return [nb for nb in self.notebooks if nb.chapter == chapter]
+
     def claimed_twice(self) -> dict[tuple[str, str], list[str]]:
         """(student, chapter) -> the paths of every notebook that claims it, when more than one."""
         groups: dict[tuple[str, str], list[str]] = {}
