@@ -271,7 +271,7 @@ def test_ctrl_c_stops_at_once_and_resume_gives_the_uninterrupted_results(graded,
     stopped = time.monotonic() - sent
     assert stopped < 3, f"stopped {stopped:.1f} s after Ctrl-C"  # "about a second", on a busy machine
     assert "Traceback" not in stderr and "--resume" in stderr, stderr[-2000:]
-    assert proc.returncode != 0
+    assert proc.returncode == 130  # 128 + SIGINT, as a shell reports it
     deadline = time.monotonic() + 5
     while _session_processes(proc.pid) and time.monotonic() < deadline:
         time.sleep(0.1)
@@ -285,7 +285,19 @@ def test_ctrl_c_stops_at_once_and_resume_gives_the_uninterrupted_results(graded,
     doc = json.loads((out / "results.json").read_text())
     got = {p: _without_timings(s) for p, s in graded.submissions(doc).items()}
     assert got == uninterrupted
-    assert resumed.returncode == graded.returncode  # the same class, the same verdict on it
+    assert resumed.returncode == graded.returncode == 1  # the same class, the same verdict on it
+
+
+@needs("lifecycle")
+def test_the_class_exits_1_and_says_on_the_terminal_what_needs_attention(graded):
+    """Exercises that fail, time out or crash are the students' results; what needs the
+    instructor here is dora's two notebooks of chapter 01 (and nothing else: every notebook was
+    graded, no path skipped, the grader never failed)."""
+    lines = [line for line in graded.stderr.splitlines() if line.startswith("needs attention:")]
+    assert graded.returncode == 1, graded.stderr[-2000:]
+    assert len(lines) == 1 and "1 student(s) claimed by more than one notebook" in lines[0], lines
+    assert "Traceback" not in graded.stderr
+    assert graded.doc.get("grader_failures", []) == []
 
 
 # --- records: what each student's grade is, per chapter and across chapters -------------------
