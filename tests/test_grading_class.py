@@ -28,7 +28,8 @@ from mhsa_ref.untrusted.outcome import STATUSES
 
 from .grading_class import CLASS, OUT, SEED, grader_command, run_grader
 from .grading_class.builder import build_class
-from .grading_class.roster import EXERCISES, MAX_SCORE, NOTEBOOKS, POINTS, ClassSpec
+from .grading_class.roster import (EXERCISES, MAX_SCORE, NOTEBOOKS, POINTS, ClassSpec, origin_of, published_by,
+                                   same_code)
 
 pytestmark = pytest.mark.slow
 
@@ -224,6 +225,7 @@ FORGED = "forged by a submission"  # in what xia's softmax writes (tests/grading
 PENDING = {
     "lifecycle": "branch lifecycle (Ctrl-C within a second, resume, exit codes)",
     "records": "branch records (per-chapter and per-student numbers, <student>/<chapter> files, wide gradebooks)",
+    "copies": "branch copies (copies.md: identical code and published solutions side by side)",
 }
 
 
@@ -393,3 +395,49 @@ def test_each_notebook_has_its_feedback_and_gradescope_file_under_student_and_ch
         assert gs["score"] == nb.score, nb.path
     for (student, chapter), paths in claimed.items():
         assert len(list((graded.out / "feedback" / student).glob(f"{chapter}~*.md"))) == len(paths)
+
+
+# --- copies: what the copy detector must put side by side -------------------------------------
+
+
+def _copies_findings(text: str, graded: Graded) -> list[tuple[str, str, frozenset[str]]]:
+    """copies.md's findings: (exercise, title, the notebooks listed, by path below the root)."""
+    findings, exercise = [], None
+    for block in re.split(r"^(?=## |### )", text, flags=re.MULTILINE):
+        if block.startswith("## "):
+            exercise = block[3:].split("\n", 1)[0].strip()
+        elif block.startswith("### "):
+            title = block[4:].split(":", 1)[0]
+            paths = re.findall(r"^- `[^`]*` \(`([^`]*)`\)$", block, re.MULTILINE)
+            findings.append((exercise, title, frozenset(paths)))
+    return findings
+
+
+@needs("copies")
+def test_copies_report_lists_exactly_the_notebooks_that_hand_in_the_same_code(graded):
+    """Identical code is listed as such, group by group, wherever the script handed in one
+    learner's function twice or more (coby's disguised copy of cal's included), and never where
+    it did not; the published solutions are named wherever they were handed in."""
+    spec = graded.spec
+    findings = _copies_findings((graded.out / "copies.md").read_text(), graded)
+    for exercise in POINTS:
+        identical = [paths for ex, title, paths in findings if ex == exercise and title == "identical code"]
+        for paths in identical:  # never two different pieces of code
+            assert len({origin_of(spec, p, exercise) for p in paths}) == 1, (exercise, paths)
+        published = {p for ex, title, paths in findings if ex == exercise and title.startswith("reproduces the "
+                     "published solution") for p in paths}
+        assert published <= published_by(spec, exercise), exercise
+    # Where every submission is long enough to compare (these three), every group is found.
+    for exercise in ("01.softmax", "01.scaled_dot_product_attention", "03.build_attention_mask"):
+        identical = sorted(sorted(paths) for ex, title, paths in findings
+                           if ex == exercise and title == "identical code")
+        assert identical == sorted(sorted(group) for group in same_code(spec, exercise)), exercise
+        published = {p for ex, title, paths in findings if ex == exercise and title.startswith("reproduces the "
+                     "published solution") for p in paths}
+        assert published == published_by(spec, exercise), exercise
+    cal_and_coby = {"cal/01_attention_numpy.ipynb", "coby/01_attention_numpy.ipynb"}
+    for exercise in EXERCISES["01"]:
+        assert any(cal_and_coby <= paths for ex, title, paths in findings
+                   if ex == exercise and title == "identical code"), exercise
+    unsolved = {nb.path for nb in spec.notebooks if all(a.code is None and a.origin is None for a in nb.answers)}
+    assert not any(paths & unsolved for _, _, paths in findings)

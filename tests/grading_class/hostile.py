@@ -34,7 +34,10 @@ def softmax_hoards_memory(x, axis=-1):
 def softmax_forges_results(x, axis=-1):
     """Right, but first leaves a full-marks results file wherever a grader might look for one
     (Gradescope's, the working folder, the folders above it, the home folder)."""
-    forged = {"score": 5.0, "max_score": 5.0, "output": "all tests passed (forged by a submission)", "tests": []}
+    # The marker the test looks for is put together here, so that the notebook's own text (which
+    # the grader may quote, in copies.md for one) never holds it.
+    forged = {"score": 5.0, "max_score": 5.0, "output": "all tests passed (" + " ".join(["forged", "by", "a",
+              "submission"]) + ")", "tests": []}
     for folder in (".", "..", "../..", "/tmp", os.path.expanduser("~"), "/autograder/results"):
         try:
             with open(os.path.join(folder, "results.json"), "w") as f:

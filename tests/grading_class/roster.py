@@ -60,6 +60,7 @@ class Answer:
     code: str | None
     status: str
     misconception: str | None = None
+    origin: str | None = None  # whose code it is: a learner's or attacker's function, "published"
 
     @property
     def score(self) -> float:
@@ -113,11 +114,11 @@ class ClassSpec:
 def correct(exercise: str, which: int = 0) -> Answer:
     alternatives = CORRECT[exercise]
     fn = alternatives[which % len(alternatives)]
-    return Answer(exercise, exercise_cell(fn, name_of(exercise)), PASSED)
+    return Answer(exercise, exercise_cell(fn, name_of(exercise)), PASSED, origin=fn.__name__)
 
 
 def wrong(exercise: str, mistake: str, fn: Callable) -> Answer:
-    return Answer(exercise, exercise_cell(fn, name_of(exercise)), FAILED, mistake)
+    return Answer(exercise, exercise_cell(fn, name_of(exercise)), FAILED, mistake, fn.__name__)
 
 
 def stub(exercise: str) -> Answer:
@@ -125,11 +126,11 @@ def stub(exercise: str) -> Answer:
 
 
 def published(exercise: str) -> Answer:
-    return Answer(exercise, None, PASSED)
+    return Answer(exercise, None, PASSED, origin="published")
 
 
 def attack(exercise: str, fn: Callable, status: str, misconception: str | None = None) -> Answer:
-    return Answer(exercise, exercise_cell(fn, name_of(exercise)), status, misconception)
+    return Answer(exercise, exercise_cell(fn, name_of(exercise)), status, misconception, fn.__name__)
 
 
 def where(student: str, chapter: str, layout: str) -> str:
@@ -212,7 +213,7 @@ def build_roster() -> ClassSpec:
     # sam: softmax renamed (missing), and no chapter 03 at all
     renamed = correct(SOFTMAX, 0).code.replace("def softmax(", "def my_softmax(")
     add([Notebook("sam", "01", where("sam", "01", "folder"), "book",
-                  (Answer(SOFTMAX, renamed, MISSING), correct(SDPA, 0)), "incomplete")])
+                  (Answer(SOFTMAX, renamed, MISSING, origin="renamed"), correct(SDPA, 0)), "incomplete")])
     add([Notebook("tara", "03", "tara.ipynb", "book", tuple(correct(ex, 1) for ex in EXERCISES["03"]),
                   "incomplete", "file")])
     add(hostile_student("uma", SDPA, hostile.sdpa_spins, TIMEOUT))
@@ -231,14 +232,26 @@ def build_roster() -> ClassSpec:
     cal = (correct(SOFTMAX, 1), correct(SDPA, 2))  # loops, both
     add([Notebook("cal", "01", where("cal", "01", "folder"), "book", cal, "duplicated"),
          Notebook("coby", "01", where("coby", "01", "folder"), "book",
-                  tuple(Answer(a.exercise, copied(a.code), a.status) for a in cal), "duplicated"),
+                  tuple(Answer(a.exercise, copied(a.code), a.status, origin=a.origin) for a in cal), "duplicated"),
          published_solutions("cal", "03"), unsolved("coby", "03")])
     return spec
 
 
-# Which pairs of submissions a copy detector must put side by side (issue 14, "Copies flagged"):
-# cal's and coby's chapter 01, and everyone who handed in the published solutions of a chapter.
-def expected_copies(spec: ClassSpec) -> dict[str, set]:
-    same_code = {("cal", "coby", "01")}
-    published_by = {(nb.student, nb.chapter) for nb in spec.notebooks if nb.base == "solutions"}
-    return {"same_code": same_code, "published": published_by}
+def same_code(spec: ClassSpec, exercise: str) -> list[set[str]]:
+    """Groups of two or more notebooks (their paths) that hand in the same code for ``exercise``
+    (coby's disguised copy of cal's counts as cal's): what a copy detector must list as identical."""
+    groups: dict[str, set[str]] = {}
+    for nb in spec.notebooks:
+        a = nb.answer(exercise) if nb.chapter == exercise[:2] else None
+        if a is not None and a.code is not None and a.status not in (NOT_IMPLEMENTED, MISSING):
+            groups.setdefault(a.origin, set()).add(nb.path)
+    return [paths for paths in groups.values() if len(paths) > 1]
+
+
+def published_by(spec: ClassSpec, exercise: str) -> set[str]:
+    """The notebooks that hand in the published solution of ``exercise``."""
+    return {nb.path for nb in spec.of_chapter(exercise[:2]) if nb.answer(exercise).origin == "published"}
+
+
+def origin_of(spec: ClassSpec, path: str, exercise: str) -> str | None:
+    return next(nb.answer(exercise).origin for nb in spec.notebooks if nb.path == path)
