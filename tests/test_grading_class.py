@@ -26,10 +26,10 @@ import pytest
 
 from mhsa_ref.untrusted.outcome import STATUSES
 
-from .grading_class import CLASS, OUT, SEED, grader_command, run_grader
+from .grading_class import CLASS, OUT, SEED, grader_command, roster, run_grader
 from .grading_class.builder import build_class
-from .grading_class.roster import (EXERCISES, MAX_SCORE, NOTEBOOKS, POINTS, ClassSpec, origin_of, published_by,
-                                   same_code)
+from .grading_class.roster import (EXERCISES, MAX_SCORE, NOTEBOOKS, OVERRIDES, PARTS, POINTS, ClassSpec, origin_of,
+                                   published_by, same_code)
 
 pytestmark = pytest.mark.slow
 
@@ -88,7 +88,7 @@ def _mismatches(graded: Graded) -> list[str]:
             continue
         for a in nb.answers:
             e = by_id[a.exercise]
-            want = (a.status, a.misconception, a.score, POINTS[a.exercise])
+            want = (a.status, a.misconception, nb.score_of(a), POINTS[a.exercise])
             have = (e["status"], e["misconception"], e["score"], e["max_score"])
             if have != want:
                 problems.append(f"{nb.path} {a.exercise} ({nb.kind}): want {want}, got {have}: {e['feedback'][:300]}")
@@ -166,7 +166,7 @@ def test_gradebook_has_exactly_one_scripted_row_per_notebook_and_exercise(graded
     rows = list(csv.DictReader(io.StringIO((graded.out / "gradebook.csv").read_text())))
     got = Counter((r["student"], graded.below_root(r["notebook"]), r["chapter"], r["exercise"],
                    r["status"], float(r["score"]), float(r["max_score"]), r["misconception"]) for r in rows)
-    want = Counter((nb.student, nb.path, nb.chapter, a.exercise, a.status, a.score, POINTS[a.exercise],
+    want = Counter((nb.student, nb.path, nb.chapter, a.exercise, a.status, nb.score_of(a), POINTS[a.exercise],
                     a.misconception or "") for nb in graded.spec.notebooks for a in nb.answers)
     assert got == want, (want - got, got - want)
 
@@ -227,6 +227,8 @@ PENDING = {
     "records": "branch records (per-chapter and per-student numbers, <student>/<chapter> files, wide gradebooks)",
     "copies": "branch copies (copies.md: identical code and published solutions side by side)",
 }
+if not roster.SCORING:
+    PENDING["points"] = "branch points (partial credit, points file, overrides): roster.SCORING"
 
 
 def needs(feature: str):
@@ -446,3 +448,40 @@ def test_copies_report_lists_exactly_the_notebooks_that_hand_in_the_same_code(gr
                    if ex == exercise and title == "identical code"), exercise
     unsolved = {nb.path for nb in spec.notebooks if all(a.code is None and a.origin is None for a in nb.answers)}
     assert not any(paths & unsolved for _, _, paths in findings)
+
+
+# --- points: partial credit, the points file, overrides ----------------------------------------
+
+
+@needs("points")
+def test_each_part_passes_exactly_where_the_scripted_mistake_leaves_it_right(graded):
+    got = graded.submissions()
+    for nb in graded.spec.notebooks:
+        for a in nb.answers:
+            if a.exercise in PARTS and a.status in ("passed", "failed"):
+                e = next(e for e in got[nb.path]["exercises"] if e["id"] == a.exercise)
+                passed = {p["name"] for p in e["parts"] if p["passed"]}
+                assert passed == a.parts_passed, (nb.path, a.exercise, a.origin, e["parts"])
+
+
+@needs("points")
+def test_the_points_file_sets_the_maximum_and_an_override_the_score_with_its_comment(graded):
+    got = graded.submissions()
+    build = "03.build_attention_mask"
+    assert {e["max_score"] for s in got.values() for e in s["exercises"] if e["id"] == build} == {POINTS[build]}
+    for (student, exercise), (score, comment) in OVERRIDES.items():
+        (nb,) = [nb for nb in graded.spec.notebooks if nb.student == student and nb.chapter == exercise[:2]]
+        e = next(e for e in got[nb.path]["exercises"] if e["id"] == exercise)
+        assert e["score"] == score and e["override"]["comment"] == comment
+        assert e["status"] == nb.answer(exercise).status  # what the checks found stays on record
+        assert comment in _feedback_of(graded, nb)
+
+
+def _feedback_of(graded: Graded, nb) -> str:
+    """The learner's feedback for one notebook, whatever the file is called."""
+    for f in sorted((graded.out / "feedback").rglob("*.md")):
+        text = f.read_text()
+        if f"Notebook: `{Path(nb.path).name}`" in text and nb.student in f.relative_to(graded.out).as_posix() \
+                and f"# Feedback: chapter {nb.chapter}" in text:
+            return text
+    raise AssertionError(f"no feedback for {nb.path}")

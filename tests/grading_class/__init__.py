@@ -16,13 +16,18 @@ import sys
 from pathlib import Path
 
 CLASS, OUT = "class", "grading"
+POINTS_FILE, OVERRIDES_FILE = "points.csv", "overrides.csv"  # beside class/, when roster.SCORING
 SEED = 7
 TIMEOUT_S = 5  # per exercise: uma's endless loop costs this much of one worker
 
 
 def grader_command(paths: list[str], out: str | Path = OUT, *extra: str) -> list[str]:
+    """The command line, to run in the folder that holds class/ (and the scoring files)."""
+    from .roster import SCORING
+
+    scoring = ["--points", POINTS_FILE, "--overrides", OVERRIDES_FILE] if SCORING else []
     return [sys.executable, "-m", "mhsa_ref.grader.cli", *paths, "--out", str(out), "--jobs", "2",
-            "--seed", str(SEED), "--timeout", str(TIMEOUT_S), "--no-progress", *extra]
+            "--seed", str(SEED), "--timeout", str(TIMEOUT_S), "--no-progress", *scoring, *extra]
 
 
 def run_grader(base: Path, *extra: str) -> subprocess.CompletedProcess:

@@ -14,13 +14,18 @@ from pathlib import Path
 import nbformat
 
 from ..conftest import ROOT
-from .roster import NOTEBOOKS, ClassSpec, Notebook, build_roster, name_of
+from . import POINTS_FILE, OVERRIDES_FILE
+from .roster import NOTEBOOKS, SCORING, ClassSpec, Notebook, build_roster, name_of, overrides_csv, points_csv
 
 
 def build_class(root: Path, spec: ClassSpec | None = None) -> ClassSpec:
-    """Write every notebook of ``spec`` (default: the whole roster) under ``root``."""
+    """Write every notebook of ``spec`` (default: the whole roster) under ``root``, and the
+    instructor's points and overrides files beside it (when the grader scores with them)."""
     spec = spec or build_roster()
     root.mkdir(parents=True, exist_ok=True)
+    if SCORING:
+        (root.parent / POINTS_FILE).write_text(points_csv())
+        (root.parent / OVERRIDES_FILE).write_text(overrides_csv())
     for nb in spec.notebooks:
         path = root / nb.path
         path.parent.mkdir(parents=True, exist_ok=True)

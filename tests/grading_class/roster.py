@@ -39,8 +39,31 @@ from . import hostile
 from .sources import exercise_cell
 
 NOTEBOOKS = {"01": "01_attention_numpy.ipynb", "03": "03_masks.ipynb"}
-POINTS = {"01.softmax": 2.0, "01.scaled_dot_product_attention": 3.0,
-          "03.causal_mask": 1.0, "03.padding_mask": 1.0, "03.build_attention_mask": 2.0}
+# Scoring: partial credit, a points file and an overrides file (issue 14's "what instructors
+# expect"; branch points). Off until the grader has them: then the class is graded with the
+# files below, and every expected score follows them.
+SCORING = False
+
+REGISTRY_POINTS = {"01.softmax": 2.0, "01.scaled_dot_product_attention": 3.0,
+                   "03.causal_mask": 1.0, "03.padding_mask": 1.0, "03.build_attention_mask": 2.0}
+# The instructor's points file: build_attention_mask is worth 3 (its parts keep their shares).
+POINTS_FILE = {"03.build_attention_mask": 3.0}
+POINTS = {**REGISTRY_POINTS, **(POINTS_FILE if SCORING else {})}
+# The registry's split of an exercise's points into parts (a points file scales them).
+PARTS = {"01.scaled_dot_product_attention": {"attention": 2.0, "masking": 1.0},
+         "03.build_attention_mask": {"padding": 1.0, "causal": 1.0}}
+# The parts a wrong learner still gets right: those its one mistake does not touch. Attention
+# without a mask is right in the five whose only mistake is in the masking; the padding is right
+# where only the causal triangle is wrong, and the causal triangle where a mask is always causal.
+PARTS_PASSED = {fn.__name__: parts for fn, parts in [
+    (ch01.sdpa_mask_after_softmax, {"attention"}), (ch01.sdpa_mask_fill_zero, {"attention"}),
+    (ch01.sdpa_mask_inverted, {"attention"}), (ch01.sdpa_nan_rows, {"attention"}),
+    (ch01.sdpa_fill_minus_1e9, {"attention"}),
+    (ch03.build_never_causal, {"padding"}), (ch03.build_upper, {"padding"}), (ch03.build_strict, {"padding"}),
+    (ch03.build_always_causal, {"causal"})]}
+# The instructor's overrides file: (student, exercise) -> (score, comment).
+OVERRIDES = {("vic", "01.softmax"): (1.0, "Half credit: your softmax was right before the os._exit "
+                                          "(seen in class).")}
 EXERCISES = {chapter: [ex for ex in POINTS if ex.startswith(chapter + ".")] for chapter in NOTEBOOKS}
 MAX_SCORE = {chapter: sum(POINTS[ex] for ex in ids) for chapter, ids in EXERCISES.items()}
 CORRECT = {**ch01.CORRECT, **ch03.CORRECT}
@@ -63,8 +86,20 @@ class Answer:
     origin: str | None = None  # whose code it is: a learner's or attacker's function, "published"
 
     @property
-    def score(self) -> float:
-        return POINTS[self.exercise] if self.status == PASSED else 0.0
+    def parts_passed(self) -> set[str]:
+        if self.status == PASSED:
+            return set(PARTS.get(self.exercise, ()))
+        return PARTS_PASSED.get(self.origin, set()) if self.status == FAILED else set()
+
+    @property
+    def checked_score(self) -> float:
+        """What the checks earn it (before any override)."""
+        if self.status == PASSED:
+            return POINTS[self.exercise]
+        if SCORING and self.exercise in PARTS:
+            scale = POINTS[self.exercise] / REGISTRY_POINTS[self.exercise]
+            return sum(PARTS[self.exercise][p] * scale for p in self.parts_passed)
+        return 0.0
 
 
 @dataclass(frozen=True)
@@ -77,9 +112,17 @@ class Notebook:
     kind: str  # solved, wrong, unsolved, incomplete, hostile, duplicated
     identified_by: str = "folder"  # folder, nbgrader or file
 
+    def override(self, a: Answer) -> tuple[float, str] | None:
+        return OVERRIDES.get((self.student, a.exercise)) if SCORING else None
+
+    def score_of(self, a: Answer) -> float:
+        """What the exercise scores: the instructor's override, else what the checks earn."""
+        override = self.override(a)
+        return override[0] if override else a.checked_score
+
     @property
     def score(self) -> float:
-        return sum(a.score for a in self.answers)
+        return sum(self.score_of(a) for a in self.answers)
 
     @property
     def max_score(self) -> float:
@@ -235,6 +278,15 @@ def build_roster() -> ClassSpec:
                   tuple(Answer(a.exercise, copied(a.code), a.status, origin=a.origin) for a in cal), "duplicated"),
          published_solutions("cal", "03"), unsolved("coby", "03")])
     return spec
+
+
+def points_csv() -> str:
+    return "exercise,part,points\n" + "".join(f"{ex},,{points:g}\n" for ex, points in POINTS_FILE.items())
+
+
+def overrides_csv() -> str:
+    return "student,exercise,score,comment\n" + "".join(
+        f'{student},{ex},{score:g},"{comment}"\n' for (student, ex), (score, comment) in OVERRIDES.items())
 
 
 def same_code(spec: ClassSpec, exercise: str) -> list[set[str]]:
