@@ -1,4 +1,4 @@
-"""Issue 14, "Done when": a scripted class of 30 students over chapters 01 and 03, graded by
+"""Issue 14, "Done when": a scripted class of 31 students over chapters 01 and 03, graded by
 ``mhsa-grade`` as an instructor runs it, and every number of what it writes checked against what
 the script put in (``tests/grading_class/roster.py``), never against the grader's own answers.
 
@@ -26,7 +26,7 @@ import pytest
 
 from mhsa_ref.untrusted.outcome import STATUSES
 
-from .grading_class import CLASS, OUT, SEED, grader_command, roster, run_grader
+from .grading_class import CLASS, OUT, SEED, grader_command, grader_env, roster, run_grader
 from .grading_class.builder import build_class
 from .grading_class.roster import (EXERCISES, MAX_SCORE, NOTEBOOKS, OVERRIDES, PARTS, POINTS, ClassSpec, origin_of,
                                    published_by, same_code)
@@ -266,8 +266,8 @@ def test_ctrl_c_stops_at_once_and_resume_gives_the_uninterrupted_results(graded,
     files = sorted(f"{CLASS}/{nb.path}" for nb in graded.spec.of_chapter("01") if nb.student in INTERRUPTED)
     out = tmp_path / "grading"
     command = grader_command(files, out, "--root", CLASS)
-    proc = subprocess.Popen(command, cwd=graded.base, start_new_session=True, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(command, cwd=graded.base, env=grader_env(), start_new_session=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     store = out / "results"
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and proc.poll() is None and len(list(store.glob("*.json"))) < 3:
@@ -288,7 +288,8 @@ def test_ctrl_c_stops_at_once_and_resume_gives_the_uninterrupted_results(graded,
     assert 3 <= len(saved) < len(files)
     assert [r["path"] for r in saved if r["error"]] == []  # a grader's failure is no student's result
 
-    resumed = subprocess.run(command + ["--resume"], cwd=graded.base, capture_output=True, text=True, timeout=300)
+    resumed = subprocess.run(command + ["--resume"], cwd=graded.base, env=grader_env(), capture_output=True,
+                             text=True, timeout=300)
     uninterrupted = {p: _without_timings(s) for p, s in graded.submissions().items()
                      if f"{CLASS}/{p}" in files}
     doc = json.loads((out / "results.json").read_text())

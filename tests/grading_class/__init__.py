@@ -11,6 +11,7 @@ into ``grading/``, so every path the grader writes is as the README shows it.
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -30,7 +31,14 @@ def grader_command(paths: list[str], out: str | Path = OUT, *extra: str) -> list
             "--seed", str(SEED), "--timeout", str(TIMEOUT_S), "--no-progress", *scoring, *extra]
 
 
+def grader_env() -> dict[str, str]:
+    """The environment to run the grader in, outside the checkout: this checkout's ``mhsa_ref``
+    first on the path (also where the package is not installed), which no sandbox may reach."""
+    root = str(Path(__file__).resolve().parents[2])
+    return {**os.environ, "PYTHONPATH": os.pathsep.join([root, *filter(None, [os.environ.get("PYTHONPATH")])])}
+
+
 def run_grader(base: Path, *extra: str) -> subprocess.CompletedProcess:
     """``mhsa-grade class --out grading`` in ``base``, in a process of its own."""
-    return subprocess.run(grader_command([CLASS], OUT, *extra), cwd=base, capture_output=True, text=True,
-                          timeout=600)
+    return subprocess.run(grader_command([CLASS], OUT, *extra), cwd=base, env=grader_env(), capture_output=True,
+                          text=True, timeout=600)

@@ -30,7 +30,7 @@ FEEDBACK_LINES = 10
 def excerpts(base: Path) -> str:
     out = base / OUT
     parts = [BEGIN, "",
-             f"From the scripted class of `tests/grading_class/` (30 students, chapters 01 and 03, graded "
+             f"From the scripted class of `tests/grading_class/` (31 students, chapters 01 and 03, graded "
              f"with `--seed {SEED}`), as `mhsa-grade class --out grading` wrote it:", ""]
     for name, text, info in _sections(out):
         parts += [name, "", _fence(text, info), ""]

@@ -19,7 +19,8 @@ second, a PyTorch chapter's about seven):
 - **incomplete**: sam renamed one function and submitted no chapter 03 at all; tara is a
   single notebook directly in the class folder (``tara.ipynb``, chapter 03);
 - **hostile** (chapter 01 only): an endless loop, ``os._exit``, a memory bomb, forged results
-  files, a printed fake score, NumPy monkeypatched, PyTorch's attention called;
+  files, a printed fake score, NumPy monkeypatched, PyTorch's attention called, the reference
+  imported;
 - **duplicated**: dora hands in chapter 01 twice (``Copy of ...``); cal and coby hand in the same
   chapter-01 code, coby's with other local names, comments and blank lines.
 """
@@ -266,6 +267,9 @@ def build_roster() -> ClassSpec:
     add(hostile_student("yara", SOFTMAX, hostile.softmax_prints_a_score, FAILED, "softmax-no-max-subtraction"))
     add(hostile_student("zane", SDPA, hostile.sdpa_patches_numpy, FAILED, "sdpa-missing-scale"))
     add(hostile_student("otto", SDPA, hostile.sdpa_calls_pytorch, FORBIDDEN))
+    # leo imports the reference (which the grader has on its PYTHONPATH): forbidden, like any
+    # way into mhsa_ref beyond exercise and check
+    add(hostile_student("leo", SOFTMAX, hostile.softmax_from_the_reference, FORBIDDEN))
     # dora: chapter 01 twice, once solved and once as given (Colab's "Copy of ...")
     dora = solved_by("dora", 2)
     add(dora)
