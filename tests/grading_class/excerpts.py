@@ -46,6 +46,12 @@ def readme_block(readme: str) -> str:
     return readme[start:end + len(END)]
 
 
+def with_block(readme: str, block: str) -> str:
+    """``readme`` with its excerpt block replaced by ``block``."""
+    old = readme_block(readme)
+    return readme.replace(old, block, 1)
+
+
 def _sections(out: Path):
     summary = out / "summary.md"
     lines = summary.read_text().splitlines()
