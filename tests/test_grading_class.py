@@ -1,4 +1,4 @@
-"""Issue 14, "Done when": a scripted class of 31 students over chapters 01 and 03, graded by
+"""Issue 14, "Done when": a scripted class of 31 students or more over chapters 01 and 03, graded by
 ``mhsa-grade`` as an instructor runs it, and every number of what it writes checked against what
 the script put in (``tests/grading_class/roster.py``), never against the grader's own answers.
 

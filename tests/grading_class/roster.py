@@ -12,9 +12,9 @@ second, a PyTorch chapter's about seven):
 - **solved**: ada submits the published solutions; ben, cleo and dev the correct alternatives of
   ``tests/chNN/learners.py`` (loops, einsum, matmul, ``np.tril`` ...), cleo and dev in nbgrader's
   ``submitted/<student>/<assignment>/`` layout;
-- **wrong in named ways**: twelve students who between them submit every wrong learner of
-  ``learners.py`` (``WRONG``), each with the misconception it is listed under, the rest of
-  their exercises correct;
+- **wrong in named ways**: as many students as the longest list of wrong learners (12 or more),
+  who between them submit every wrong learner of ``learners.py`` (``WRONG``), each with the
+  misconception it is listed under, the rest of their exercises correct;
 - **unsolved**: quinn hands in both book notebooks as given, rosa chapter 03 as given;
 - **incomplete**: sam renamed one function and submitted no chapter 03 at all; tara is a
   single notebook directly in the class folder (``tara.ipynb``, chapter 03);
@@ -199,14 +199,21 @@ def published_solutions(student: str, chapter: str) -> Notebook:
                     tuple(published(ex) for ex in EXERCISES[chapter]), "solved")
 
 
-WRONG_STUDENTS = ["eve", "finn", "gus", "hana", "ivo", "jun", "kai", "lea", "max", "nia", "omar", "pia"]
+# As many as the longest list of wrong learners needs (chapter 03's padding mistakes come after
+# its causal ones): 12 today; a learner added to learners.py brings its student along.
+NAMES = ["eve", "finn", "gus", "hana", "ivo", "jun", "kai", "lea", "max", "nia", "omar", "pia",
+         "ray", "sol", "tom", "val", "wyn", "yul"]
 
 
 def wrong_students() -> list[Notebook]:
     """Student i submits the i-th wrong learner of each exercise that has one (so that together
     they submit every one) and a correct alternative elsewhere; every other one uses nbgrader."""
+    needed = max(len(WRONG["03.causal_mask"]) + len(WRONG["03.padding_mask"]),
+                 *(len(w) for ex, w in WRONG.items() if ex != "03.padding_mask"))
+    if needed > len(NAMES):
+        raise ValueError(f"{needed} wrong learners in an exercise: add names to NAMES")
     notebooks = []
-    for i, student in enumerate(WRONG_STUDENTS):
+    for i, student in enumerate(NAMES[:needed]):
         layout = "nbgrader" if i % 2 else "folder"
         for chapter in NOTEBOOKS:
             answers = []
