@@ -26,7 +26,7 @@ import pytest
 
 from mhsa_ref.untrusted.outcome import STATUSES
 
-from .grading_class import CLASS, OUT, SEED, grader_command, grader_env, roster, run_grader
+from .grading_class import CLASS, FEATURES, OUT, SEED, grader_command, grader_env, has, roster, run_grader
 from .grading_class.builder import build_class
 from .grading_class.roster import (EXERCISES, MAX_SCORE, NOTEBOOKS, OVERRIDES, PARTS, POINTS, ClassSpec, origin_of,
                                    published_by, same_code)
@@ -218,21 +218,14 @@ FORGED = "forged by a submission"  # in what xia's softmax writes (tests/grading
 
 
 # =============================================================================================
-# Issue 14's other parts, built on other branches at the same time. Each group below is
-# enabled (its name removed from PENDING) once its branch is merged into main; until then it is
-# skipped with the branch it waits for.
-
-PENDING = {
-    "lifecycle": "branch lifecycle (Ctrl-C within a second, resume, exit codes)",
-    "records": "branch records (per-chapter and per-student numbers, <student>/<chapter> files, wide gradebooks)",
-    "copies": "branch copies (copies.md: identical code and published solutions side by side)",
-}
-if not roster.SCORING:
-    PENDING["points"] = "branch points (partial credit, points file, overrides): roster.SCORING"
+# Issue 14's other parts, built on other branches at the same time: each group below runs once
+# its branch is in the checkout (``grading_class.FEATURES`` names the module each one adds), and
+# is skipped with the branch it waits for until then.
 
 
-def needs(feature: str):
-    return pytest.mark.skipif(feature in PENDING, reason=f"waits for {PENDING.get(feature)}")
+def needs(*features: str):
+    missing = [FEATURES[f][1] for f in features if not has(f)]
+    return pytest.mark.skipif(bool(missing), reason=f"waits for {'; '.join(missing)}")
 
 
 def _without_timings(sub: dict) -> dict:
@@ -489,6 +482,21 @@ def _feedback_of(graded: Graded, nb) -> str:
 
 
 # =============================================================================================
+# The README's excerpts of each file (python -m tests.grading_class --excerpts DIR --readme README.md)
+
+
+@needs("lifecycle", "records", "copies", "points")  # the excerpts show what all of them write
+def test_readme_excerpts_are_what_the_grader_writes_for_this_class(graded):
+    from .conftest import ROOT
+    from .grading_class.excerpts import excerpts, readme_block
+
+    block = readme_block((ROOT / "README.md").read_text())
+    assert block == excerpts(graded.base), (
+        "README.md's grading excerpts are not what the grader writes for the scripted class; refresh them with "
+        "`python -m tests.grading_class --excerpts $(mktemp -d) --readme README.md`")
+
+
+# =============================================================================================
 # Found while scripting the class, and left to the grader's owners (known failures: strict, so
 # that the fix turns them into passes that must be unmarked)
 
@@ -506,3 +514,30 @@ def test_a_forged_frame_costs_only_the_exercise_that_wrote_it(tmp_path):
     statuses = {e["id"]: e["status"] for e in sub["exercises"]}
     assert statuses[SOFTMAX] == "error"  # what the forgery costs: its own exercise ...
     assert statuses[SDPA] == spec.notebooks[0].answer(SDPA).status == "passed", sub["exercises"]  # ... only
+
+
+def _learner_names() -> set[str]:
+    from .ch01 import learners as ch01
+    from .ch03 import learners as ch03
+
+    return {fn.__name__ for _, _, fn in ch01.WRONG + ch03.WRONG}
+
+
+# Only those learners.py has (sdpa_matrix_transpose came with branch learner).
+@pytest.mark.parametrize("name", sorted(set(roster.DIVERGENT) & _learner_names()))
+@pytest.mark.xfail(strict=True, raises=AssertionError,
+                   reason="a wrong learner of learners.py that the grader names otherwise than check: roster.DIVERGENT")
+def test_the_grader_names_a_listed_wrong_learner_as_learners_py_and_check_do(name, tmp_path):
+    from .ch01 import learners as ch01
+    from .ch03 import learners as ch03
+    from .grading_class.roster import Notebook, correct, wrong
+
+    exercise, mistake, fn = next(w for w in ch01.WRONG + ch03.WRONG if w[2].__name__ == name)
+    chapter = exercise[:2]
+    answers = tuple(wrong(ex, mistake, fn) if ex == exercise else correct(ex) for ex in EXERCISES[chapter])
+    build_class(tmp_path / CLASS, ClassSpec([Notebook("ray", chapter, f"ray/{NOTEBOOKS[chapter]}", "book", answers,
+                                                      "wrong")]))
+    run_grader(tmp_path)
+    (sub,) = json.loads((tmp_path / OUT / "results.json").read_text())["submissions"]
+    e = next(e for e in sub["exercises"] if e["id"] == exercise)
+    assert (e["status"], e["misconception"]) == ("failed", mistake), roster.DIVERGENT[name]
