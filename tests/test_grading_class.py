@@ -27,7 +27,7 @@ import pytest
 
 from mhsa_ref.untrusted.outcome import STATUSES
 
-from .grading_class import CLASS, FEATURES, OUT, SEED, grader_command, grader_env, has, roster, run_grader
+from .grading_class import CLASS, OUT, SEED, grader_command, grader_env, roster, run_grader
 from .grading_class.builder import build_class
 from .grading_class.roster import (EXERCISES, MAX_SCORE, NOTEBOOKS, OVERRIDES, PARTS, POINTS, ClassSpec, origin_of,
                                    published_by, same_code)
@@ -218,15 +218,7 @@ def test_hostile_notebooks_leave_no_trace_outside_their_sandbox(graded):
 FORGED = "forged by a submission"  # in what xia's softmax writes (tests/grading_class/hostile.py)
 
 
-# =============================================================================================
-# Issue 14's other parts, built on other branches at the same time: each group below runs once
-# its branch is in the checkout (``grading_class.FEATURES`` names the module each one adds), and
-# is skipped with the branch it waits for until then.
-
-
-def needs(*features: str):
-    missing = [FEATURES[f][1] for f in features if not has(f)]
-    return pytest.mark.skipif(bool(missing), reason=f"waits for {'; '.join(missing)}")
+# The run's other records: interruption, wide gradebooks, copies, points and overrides.
 
 
 def _without_timings(sub: dict) -> dict:
@@ -250,7 +242,6 @@ def _session_processes(sid: int) -> list[int]:
 INTERRUPTED = ("ada", "cleo", "dora", "eve", "finn", "vic", "wes", "zane", "otto")
 
 
-@needs("lifecycle")
 def test_ctrl_c_stops_at_once_and_resume_gives_the_uninterrupted_results(graded, tmp_path):
     """Chapter 01 of ten notebooks of the class (given as the shell's file list, with --root;
     solved, wrong, crashing, out of memory, forbidden, claimed twice, in both layouts), interrupted
@@ -292,7 +283,6 @@ def test_ctrl_c_stops_at_once_and_resume_gives_the_uninterrupted_results(graded,
     assert resumed.returncode == graded.returncode == 1  # the same class, the same verdict on it
 
 
-@needs("lifecycle")
 def test_the_class_exits_1_and_says_on_the_terminal_what_needs_attention(graded):
     """Exercises that fail, time out or crash are the students' results; what needs the
     instructor here is dora's two notebooks of chapter 01 (and nothing else: every notebook was
@@ -325,7 +315,6 @@ def _number(cell: str) -> float | None:
     return None if cell == "" else float(cell)
 
 
-@needs("records")
 def test_wide_gradebook_has_one_row_per_student_with_each_chapter_total_and_percentage(graded):
     rows = _csv_rows(graded.out / "gradebook-wide.csv")
     header, body = rows[0], rows[1:]
@@ -341,7 +330,6 @@ def test_wide_gradebook_has_one_row_per_student_with_each_chapter_total_and_perc
         assert bool(row[5]) == bool(flagged) and all(ch in row[5] for ch in flagged), row
 
 
-@needs("records")
 def test_canvas_gradebook_has_canvas_columns_points_possible_and_every_student(graded):
     rows = _csv_rows(graded.out / "gradebook-canvas.csv")
     assert rows[0][:5] == ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]
@@ -353,7 +341,6 @@ def test_canvas_gradebook_has_canvas_columns_points_possible_and_every_student(g
         assert [_number(c) for c in row[5:]] == list(counted[row[0]].values()), row
 
 
-@needs("records")
 def test_summary_reports_each_chapter_out_of_its_own_maximum_and_each_student_across_chapters(graded):
     import statistics
 
@@ -381,7 +368,6 @@ def test_summary_reports_each_chapter_out_of_its_own_maximum_and_each_student_ac
         assert line in text, line
 
 
-@needs("records")
 def test_each_notebook_has_its_feedback_and_gradescope_file_under_student_and_chapter(graded):
     claimed = graded.spec.claimed_twice()
     for nb in graded.spec.notebooks:
@@ -415,7 +401,6 @@ def _copies_findings(text: str, graded: Graded) -> list[tuple[str, str, frozense
     return findings
 
 
-@needs("copies")
 def test_copies_report_lists_exactly_the_notebooks_that_hand_in_the_same_code(graded):
     """Identical code is listed as such, group by group, wherever the script handed in one
     learner's function twice or more (coby's disguised copy of cal's included), and never where
@@ -448,7 +433,6 @@ def test_copies_report_lists_exactly_the_notebooks_that_hand_in_the_same_code(gr
 # --- points: partial credit, the points file, overrides ----------------------------------------
 
 
-@needs("points")
 def test_each_part_passes_exactly_where_the_scripted_mistake_leaves_it_right(graded):
     got = graded.submissions()
     for nb in graded.spec.notebooks:
@@ -459,7 +443,6 @@ def test_each_part_passes_exactly_where_the_scripted_mistake_leaves_it_right(gra
                 assert passed == a.parts_passed, (nb.path, a.exercise, a.origin, e["parts"])
 
 
-@needs("points")
 def test_the_points_file_sets_the_maximum_and_an_override_the_score_with_its_comment(graded):
     got = graded.submissions()
     build = "03.build_attention_mask"
@@ -486,7 +469,6 @@ def _feedback_of(graded: Graded, nb) -> str:
 # The README's excerpts of each file (python -m tests.grading_class --excerpts DIR --readme README.md)
 
 
-@needs("lifecycle", "records", "copies", "points")  # the excerpts show what all of them write
 def test_readme_excerpts_are_what_the_grader_writes_for_this_class(graded):
     from .conftest import ROOT
     from .grading_class.excerpts import excerpts, readme_block

@@ -11,7 +11,6 @@ into ``grading/``, so every path the grader writes is as the README shows it.
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import subprocess
 import sys
@@ -21,22 +20,6 @@ CLASS, OUT = "class", "grading"
 POINTS_FILE, OVERRIDES_FILE = "points.csv", "overrides.csv"  # beside class/, when roster.SCORING
 SEED = 7
 TIMEOUT_S = 5  # per exercise: uma's endless loop costs this much of one worker
-
-
-# Issue 14's parts built on other branches at the same time, each known by the module it adds to
-# the grader: what a part adds is expected (scores, files, exit codes) once that module is in the
-# checkout, and its tests say which branch they wait for until then.
-FEATURES = {
-    "lifecycle": ("mhsa_ref.grader.lifeline", "branch lifecycle (Ctrl-C within a second, resume, exit codes)"),
-    "records": ("mhsa_ref.grader.outputs.gradebook_wide",
-                "branch records (per-chapter and per-student numbers, <student>/<chapter> files, wide gradebooks)"),
-    "copies": ("mhsa_ref.grader.copies", "branch copies (copies.md: identical code and published solutions)"),
-    "points": ("mhsa_ref.grader.points", "branch points (partial credit, points file, overrides)"),
-}
-
-
-def has(feature: str) -> bool:
-    return importlib.util.find_spec(FEATURES[feature][0]) is not None
 
 
 def grader_command(paths: list[str], out: str | Path = OUT, *extra: str) -> list[str]:

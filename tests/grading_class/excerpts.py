@@ -97,7 +97,7 @@ def _sections(out: Path, doc: dict):
            "timings):", _json_lines({"score": gs["score"], "output": gs["output"]}, "tests", tests), "json")
     if (out / "copies.md").exists():
         finding = _copied((out / "copies.md").read_text())
-        yield f"`copies.md` (one of its findings; `copies.html` shows the code side by side):", finding, "markdown"
+        yield "`copies.md` (one of its findings; `copies.html` shows the code side by side):", finding, "markdown"
     yield "`run.json` (with `results/`, one file per graded notebook: what `--resume` reads):", \
         (out / "run.json").read_text(), "json"
 

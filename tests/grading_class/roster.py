@@ -36,14 +36,14 @@ from mhsa_ref.untrusted.outcome import (ERROR, FAILED, FORBIDDEN, MISSING, NOT_I
 
 from ..ch01 import learners as ch01
 from ..ch03 import learners as ch03
-from . import has, hostile
+from . import hostile
 from .sources import exercise_cell
 
 NOTEBOOKS = {"01": "01_attention_numpy.ipynb", "03": "03_masks.ipynb"}
 # Scoring: partial credit, a points file and an overrides file (issue 14's "what instructors
 # expect"; branch points). Once the grader has them, the class is graded with the files below,
 # and every expected score follows them.
-SCORING = has("points")
+SCORING = True  # the class is graded with a points file and an overrides file (roster.points_csv)
 
 REGISTRY_POINTS = {"01.softmax": 2.0, "01.scaled_dot_product_attention": 3.0,
                    "03.causal_mask": 1.0, "03.padding_mask": 1.0, "03.build_attention_mask": 2.0}
