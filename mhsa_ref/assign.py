@@ -10,6 +10,8 @@ For every ``solutions/NN_slug.ipynb`` it
 - replaces each ``### BEGIN SOLUTION`` ... ``### END SOLUTION`` region with a stub that raises
   ``NotImplementedError`` at the same indentation, and drops cells tagged ``solution-only``;
 - stamps ``metadata.mhsa_ref`` (chapter id, source) into the learner notebook;
+- embeds each diagram (``_static/NAME.svg``) in the learner notebook as its committed PNG, so
+  it shows in Colab and in ``make lab``'s copies (``mhsa_ref.diagram_png``);
 
 and, for the website only (``site_notebook``, called by the Sphinx extension ``mhsa_ref.site``
 while the book builds; never written to disk), the chapter with each solution in place and its
@@ -27,7 +29,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import contents
+from . import contents, diagram_png
 from .notebooks import BEGIN, END, METADATA_KEY, SETUP_TAG, SOLUTION_ONLY_TAG, STUB
 from .notebooks import NAME as NOTEBOOK_NAME
 from .notebooks import is_setup_cell, tags
@@ -120,8 +122,10 @@ def tidy_solutions(nb, config: BookConfig, where: str):
     return nb
 
 
-def learner_notebook(solutions_nb, chapter: str, source_name: str):
-    """The learner's notebook: solutions stubbed, solution-only cells dropped, chapter stamped."""
+def learner_notebook(solutions_nb, chapter: str, source_name: str, static_dir: Path | None = None):
+    """The learner's notebook: solutions stubbed, solution-only cells dropped, chapter stamped;
+    with ``static_dir``, each diagram embedded as a PNG (opened alone, in Colab, it has no
+    ``_static/``; see mhsa_ref.diagram_png)."""
     nb = copy.deepcopy(solutions_nb)
     nb.cells = [c for c in nb.cells if SOLUTION_ONLY_TAG not in tags(c)]
     for index, cell in enumerate(nb.cells):
@@ -129,6 +133,11 @@ def learner_notebook(solutions_nb, chapter: str, source_name: str):
             cell.source = stub_solutions(cell.source, f"{source_name}, cell {index}")
         elif BEGIN in cell.source:
             raise AssignError(f"{source_name}, cell {index}: solution markers belong in code cells")
+        elif static_dir is not None:
+            try:
+                cell.source = diagram_png.embed(cell.source, static_dir, f"{source_name}, cell {index}")
+            except diagram_png.DiagramError as exc:
+                raise AssignError(str(exc)) from None
     nb.metadata[METADATA_KEY] = {"chapter": chapter, "source": f"solutions/{source_name}"}
     return nb
 
@@ -188,7 +197,8 @@ def plan(root: Path) -> dict[Path, str]:
         nb = nbformat.read(path, as_version=4)
         tidy = tidy_solutions(nb, config, str(path.relative_to(root)))
         files[path] = _dump(tidy)
-        files[root / "book" / path.name] = _dump(learner_notebook(tidy, match.group(1), path.name))
+        files[root / "book" / path.name] = _dump(learner_notebook(tidy, match.group(1), path.name,
+                                                                     root / "book" / "_static"))
     return files
 
 
