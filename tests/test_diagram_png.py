@@ -17,7 +17,8 @@ from mhsa_ref import diagram_png, diagrams
 
 from .conftest import ROOT
 
-IMAGE_SOURCES = re.compile(r'<img[^>]*\ssrc="([^"]*)"|!\[[^\]]*\]\(([^)\s]*)')
+# <img src="..."> or src='...' (any attribute order), and Markdown's ![alt](src)
+IMAGE_SOURCES = re.compile(r'<img\b[^>]*?\ssrc=(?:"([^"]*)"|\'([^\']*)\')|!\[[^\]]*\]\(\s*<?([^)\s>]*)', re.IGNORECASE)
 
 
 def _markdown_images(path):
@@ -25,7 +26,7 @@ def _markdown_images(path):
     for cell in nb.cells:
         if cell.cell_type == "markdown":
             for match in IMAGE_SOURCES.finditer(cell.source):
-                yield match.group(1) or match.group(2)
+                yield next(g for g in match.groups() if g is not None)
 
 
 @pytest.mark.parametrize("path", sorted((ROOT / "book").glob("[0-9][0-9]_*.ipynb")), ids=lambda p: p.name)
@@ -40,6 +41,12 @@ def test_every_diagram_is_used_embedded_and_its_png_is_current():
     for name in diagrams.DIAGRAMS:
         png = (diagrams.OUT / name).with_suffix(".png").read_bytes()
         assert "data:image/png;base64," + base64.b64encode(png).decode() in embedded, name
+
+
+def test_the_image_finder_sees_every_way_to_write_an_image():
+    md = """<img class="c" src='_static/a.svg'> ![x](b.png) <IMG SRC="c.svg"> ![y]( <d.svg>)"""
+    found = [next(g for g in m.groups() if g is not None) for m in IMAGE_SOURCES.finditer(md)]
+    assert found == ["_static/a.svg", "b.png", "c.svg", "d.svg"]
 
 
 def test_a_stale_png_is_refused(tmp_path):
