@@ -11,6 +11,8 @@ The package, by concept (each has one home):
     grader/         mhsa-grade: discover, extract, run, grade, results, outputs, CLI
     notebooks.py    the notebook contract: file names, tags, metadata, solution markers
     assign.py       solutions/ -> book/ (python -m mhsa_ref.assign), and the generated contents
+    diagram_png.py  the diagrams as PNG, embedded by assign in the learner notebooks (Colab)
+    citations.py    citation roles as author-year text, for the learner notebooks (Colab)
     validate.py     argument checks that name the argument and its shape
     device.py       cuda > mps > cpu, for the notebooks' setup cell
     plotting.py     the book's attention heatmaps

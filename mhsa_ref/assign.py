@@ -10,6 +10,9 @@ For every ``solutions/NN_slug.ipynb`` it
 - replaces each ``### BEGIN SOLUTION`` ... ``### END SOLUTION`` region with a stub that raises
   ``NotImplementedError`` at the same indentation, and drops cells tagged ``solution-only``;
 - stamps ``metadata.mhsa_ref`` (chapter id, source) into the learner notebook;
+- embeds each diagram (``_static/NAME.svg``) in the learner notebook as its committed PNG, so
+  it shows in Colab and in ``make lab``'s copies (``mhsa_ref.diagram_png``), and writes each
+  citation role as the author-year text the site shows (``mhsa_ref.citations``);
 
 and, for the website only (``site_notebook``, called by the Sphinx extension ``mhsa_ref.site``
 while the book builds; never written to disk), the chapter with each solution in place and its
@@ -27,7 +30,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import contents
+from . import citations, contents, diagram_png
 from .notebooks import BEGIN, END, METADATA_KEY, SETUP_TAG, SOLUTION_ONLY_TAG, STUB
 from .notebooks import NAME as NOTEBOOK_NAME
 from .notebooks import is_setup_cell, tags
@@ -120,8 +123,12 @@ def tidy_solutions(nb, config: BookConfig, where: str):
     return nb
 
 
-def learner_notebook(solutions_nb, chapter: str, source_name: str):
-    """The learner's notebook: solutions stubbed, solution-only cells dropped, chapter stamped."""
+def learner_notebook(solutions_nb, chapter: str, source_name: str, static_dir: Path | None = None,
+                     citation_labels: dict[str, str] | None = None):
+    """The learner's notebook: solutions stubbed, solution-only cells dropped, chapter stamped;
+    with ``static_dir``, each diagram embedded as a PNG (opened alone, in Colab, it has no
+    ``_static/``; see mhsa_ref.diagram_png); with ``citation_labels``, each citation written
+    as author-year text (Colab knows no MyST role; see mhsa_ref.citations)."""
     nb = copy.deepcopy(solutions_nb)
     nb.cells = [c for c in nb.cells if SOLUTION_ONLY_TAG not in tags(c)]
     for index, cell in enumerate(nb.cells):
@@ -129,6 +136,15 @@ def learner_notebook(solutions_nb, chapter: str, source_name: str):
             cell.source = stub_solutions(cell.source, f"{source_name}, cell {index}")
         elif BEGIN in cell.source:
             raise AssignError(f"{source_name}, cell {index}: solution markers belong in code cells")
+        else:
+            where = f"{source_name}, cell {index}"
+            try:
+                if static_dir is not None:
+                    cell.source = diagram_png.embed(cell.source, static_dir, where)
+                if citation_labels is not None:
+                    cell.source = citations.plain(cell.source, citation_labels, where)
+            except (diagram_png.DiagramError, citations.CitationError) as exc:
+                raise AssignError(str(exc)) from None
     nb.metadata[METADATA_KEY] = {"chapter": chapter, "source": f"solutions/{source_name}"}
     return nb
 
@@ -181,6 +197,7 @@ def plan(root: Path) -> dict[Path, str]:
     except contents.ContentsError as exc:
         raise AssignError(str(exc)) from None
     sources = sorted((root / "solutions").glob("*.ipynb"))
+    cited = citations.labels(root / "book" / "references.bib")
     for path in sources:
         match = NOTEBOOK_NAME.match(path.name)
         if not match:
@@ -188,7 +205,8 @@ def plan(root: Path) -> dict[Path, str]:
         nb = nbformat.read(path, as_version=4)
         tidy = tidy_solutions(nb, config, str(path.relative_to(root)))
         files[path] = _dump(tidy)
-        files[root / "book" / path.name] = _dump(learner_notebook(tidy, match.group(1), path.name))
+        files[root / "book" / path.name] = _dump(learner_notebook(tidy, match.group(1), path.name,
+                                                                     root / "book" / "_static", cited))
     return files
 
 

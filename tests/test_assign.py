@@ -9,7 +9,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from mhsa_ref import assign
+from mhsa_ref import assign, citations, diagram_png
 from mhsa_ref.assign import AssignError, stub_solutions
 
 from .conftest import ROOT
@@ -179,13 +179,17 @@ def test_learner_notebooks_hold_no_line_of_any_solution():
 
 
 def test_site_notebook_shows_each_solution_collapsed_and_is_otherwise_the_learners():
+    cited = citations.labels(ROOT / "book" / "references.bib")
     for name, solution, learner in _chapters():
         site = assign.site_notebook(solution, name)
         assert len(site.cells) == len(learner.cells), name
         revealed = 0
         for site_cell, learner_cell, in zip(site.cells, learner.cells):
             if learner_cell.cell_type != "code" or assign.STUB not in learner_cell.source:
-                assert site_cell.source == learner_cell.source, name
+                # the site shows a diagram's SVG by path and links citations; the learner's
+                # notebook carries the PNG and the citations' author-year text
+                learners_view = citations.plain(diagram_png.embed(site_cell.source, ROOT / "book" / "_static"), cited)
+                assert learners_view == learner_cell.source, name
                 assert assign.HIDE_INPUT_TAG not in site_cell.metadata.get("tags", []) or \
                     assign.HIDE_INPUT_TAG in learner_cell.metadata.get("tags", []), name
                 continue
