@@ -280,10 +280,13 @@ def _one_process(code, filename, specs, blobs, cases, start, stop, limits, repor
             else:
                 raise protocol.ProtocolError(f"an unexpected {str(t)[:20]!r} frame")
     except protocol.ProtocolError as exc:
-        _fail_from(report, done + 1 if running is None else running, ERROR, end=n, message=
-                   f"could not be graded: the grader received results it cannot trust ({exc}); has your "
-                   "code written to the grader's channel?")
-        return n
+        # The channel of this process is not to be trusted any more: the exercise under way scores
+        # nothing, and the ones after it run in a fresh sandbox (outside any exercise, e.g. while
+        # loading, every exercise left in this process fails: the loading code is shared).
+        return stop(ERROR, f"could not be graded: the grader received results it cannot trust ({exc}) "
+                           "outside any exercise; has your code written to the grader's channel?",
+                    f"could not be graded: the grader received results it cannot trust ({exc}); has your "
+                    "code written to the grader's channel?")
     finally:
         box.kill_and_wait(uid=None if report.isolation == "namespaces" else plan["uid"])
         shutil.rmtree(root, ignore_errors=True)

@@ -68,11 +68,8 @@ OVERRIDES = {("vic", "01.softmax"): (1.0, "Half credit: your softmax was right b
 EXERCISES = {chapter: [ex for ex in POINTS if ex.startswith(chapter + ".")] for chapter in NOTEBOOKS}
 MAX_SCORE = {chapter: sum(POINTS[ex] for ex in ids) for chapter, ids in EXERCISES.items()}
 CORRECT = {**ch01.CORRECT, **ch03.CORRECT}
-# Wrong learners whose mistake the grader names otherwise than learners.py (and ``check``) do:
-# left out of the class, each kept as a strict known failure in tests/test_grading_class.py.
-DIVERGENT = {"sdpa_matrix_transpose": "the grader names it wrong-with-batch-axes:Q, check transpose-all-axes"}
-WRONG = {ex: [(mid, fn) for e, mid, fn in ch01.WRONG + ch03.WRONG if e == ex and fn.__name__ not in DIVERGENT]
-         for ex in POINTS}
+# Every wrong learner of learners.py, named by the grader as learners.py (and ``check``) name it.
+WRONG = {ex: [(mid, fn) for e, mid, fn in ch01.WRONG + ch03.WRONG if e == ex] for ex in POINTS}
 
 
 def name_of(exercise: str) -> str:
