@@ -65,6 +65,10 @@ def run(plan: dict, blobs: list[bytes], out: BinaryIO) -> None:
 def _load(code: str, filename: str, namespace: dict) -> list[str]:
     """Execute the extracted statements one by one; one failing statement does not stop the rest."""
     problems = []
+    # Source lines for tracebacks, as a notebook's cells have them: an error's text then ends with
+    # the learner's own line (``calls.where``), which some diagnoses read, so that ``check`` and
+    # the grader name a mistake alike. Only the learner's own code, for their own feedback.
+    linecache.cache[filename] = (len(code), None, code.splitlines(True), filename)
     for node in ast.parse(code, filename).body:
         try:
             with warnings.catch_warnings():
