@@ -30,6 +30,7 @@ CATALOG = {
     "06.layer_norm": "layer_norm(x, gamma, beta, eps=1e-5)",
     "06.TransformerBlock": "class TransformerBlock(nn.Module): __init__(d_model, num_heads, d_ff, "
                            "dropout=0.0, norm_first=True); forward(x, mask=None)",
+    "06.sinusoidal_positions": "sinusoidal_positions(L, d)",
     "07.merge_partials": "merge_partials(m1, l1, o1, m2, l2, o2)",
     "07.chunked_attention": "chunked_attention(Q, K, V, chunk_size)",
     "07.online_softmax_attention": "online_softmax_attention(Q, K, V, block_size, causal=False)",
