@@ -564,6 +564,29 @@ class TransformerBlock(nn.Module):
     assert missing.status == "missing"
 
 
+@pytest.mark.parametrize("body, status, misconception", [
+    ("angles = np.arange(L)[:, None] / 10000 ** (np.arange(0, d, 2) / d)", "passed", None),
+    ("angles = np.arange(L)[:, None] / 10000 ** (np.arange(d // 2) / d)", "failed", "positions-wrong-exponent"),
+])
+def test_chapter_06_sinusoidal_positions_graded_in_the_sandbox(tmp_path, body, status, misconception):
+    code = f"""
+import numpy as np
+from mhsa_ref import exercise, check
+
+@exercise
+def sinusoidal_positions(L, d):
+    {body}
+    pe = np.zeros((L, d))
+    pe[:, 0::2], pe[:, 1::2] = np.sin(angles), np.cos(angles)
+    return pe
+"""
+    path = save(notebook(code, chapter="06"), tmp_path / "06_transformer_block.ipynb")
+    result = grade_notebook(path, "s", seed=3, limits=Limits(timeout_s=60))
+    verdict = next(v for v in result.exercises if v.id == "06.sinusoidal_positions")
+    assert (verdict.status, verdict.misconception) == (status, misconception), verdict.feedback
+    assert verdict.score == (verdict.max_score if status == "passed" else 0.0)
+
+
 CH07_CODE = """
 import numpy as np
 from mhsa_ref import exercise, check

@@ -164,6 +164,64 @@ def test_bad_input_gets_a_clear_error(call, match):
         call()
 
 
+@pytest.mark.parametrize("call, error, match", [
+    (lambda: make()(torch.randn(1, 5, 16, dtype=torch.float64), causal(5), is_causal=True), ValueError,
+     r"either mask or is_causal=True, not both"),
+    (lambda: make()(torch.randn(1, 5, 16, dtype=torch.float64), is_causal=1), TypeError,
+     r"is_causal must be a bool, got int"),
+    (lambda: make()(torch.randn(1, 5, 16, dtype=torch.float64), is_causal=causal(5)), TypeError,
+     r"is_causal must be a bool, got Tensor"),
+])
+def test_is_causal_bad_input_gets_a_clear_error(call, error, match):
+    with pytest.raises(error, match=match):
+        call()
+
+
+@settings(max_examples=25, deadline=None)
+@given(B=st.integers(1, 3), L=st.integers(1, 12), h=st.sampled_from([1, 2, 4]), d_h=st.integers(1, 5),
+       fast=st.booleans(), bias=st.booleans(), seed=st.integers(0, 2**16))
+def test_property_is_causal_equals_the_causal_mask_and_torch(B, L, h, d_h, fast, bias, seed):
+    """is_causal=True against the explicit mask (value and gradient), and against two oracles:
+    nn.MultiheadAttention with the mask in its own convention, and F.scaled_dot_product_attention's
+    own is_causal on the module's projections."""
+    g = torch.Generator().manual_seed(seed)
+    m = make(d=h * d_h, h=h, bias=bias, fast=fast, seed=seed)
+    x = torch.randn(B, L, h * d_h, dtype=torch.float64, generator=g, requires_grad=True)
+    flagged = m(x, is_causal=True)
+    masked = m(x, causal(L))
+    torch.testing.assert_close(flagged, masked, rtol=1e-12, atol=1e-12)
+    theirs = to_torch_mha(m)(x, x, x, attn_mask=mha_mask(causal(L), h), need_weights=False)[0]
+    torch.testing.assert_close(flagged, theirs, rtol=1e-9, atol=1e-11)
+    split = [W(x).view(B, L, h, d_h).transpose(1, 2) for W in (m.W_q, m.W_k, m.W_v)]
+    by_sdpa = m.W_o(F.scaled_dot_product_attention(*split, is_causal=True).transpose(1, 2).reshape(B, L, h * d_h))
+    torch.testing.assert_close(flagged, by_sdpa, rtol=1e-9, atol=1e-11)
+    grad = torch.randn(flagged.shape, dtype=torch.float64, generator=g)
+    (g_flag,) = torch.autograd.grad(flagged, x, grad)
+    (g_mask,) = torch.autograd.grad(masked, x, grad)
+    torch.testing.assert_close(g_flag, g_mask, rtol=1e-10, atol=1e-12)
+
+
+def test_is_causal_does_not_change_the_default_call():
+    """The catalog's forward(x, mask=None) still works positionally, and is_causal=False is no mask."""
+    m = make()
+    x = torch.randn(2, 6, 16, dtype=torch.float64)
+    torch.testing.assert_close(m(x, None, False), m(x))
+    assert not torch.allclose(m(x, is_causal=True), m(x))
+
+
+@needs_cuda
+def test_cuda_is_causal_in_bfloat16_reaches_flash_attention_and_a_mask_does_not():
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    m = make(d=128, h=2, dtype=torch.bfloat16).cuda()
+    x = torch.randn(2, 256, 128, device="cuda", dtype=torch.bfloat16)
+    with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
+        out = m(x, is_causal=True)
+        with pytest.raises(RuntimeError):
+            m(x, causal(256).cuda())
+    torch.testing.assert_close(out.float(), m(x, causal(256).cuda()).float(), rtol=2e-2, atol=2e-2)
+
+
 @settings(max_examples=25, deadline=None)
 @given(B=st.integers(1, 3), L=st.integers(1, 9), h=st.sampled_from([1, 2, 4]), d_h=st.integers(1, 5),
        fast=st.booleans(), seed=st.integers(0, 2**16))

@@ -321,6 +321,96 @@ WRONG_BLOCK = [
 ]
 
 
-CORRECT = {LN: CORRECT_LN, BLOCK: CORRECT_BLOCK}
+# ============================================================================================
+# Learner-style sinusoidal_positions: correct, then wrong
+# ============================================================================================
 
-WRONG = [(LN, mid, f) for mid, f in WRONG_LN] + [(BLOCK, mid, c) for mid, c in WRONG_BLOCK]
+PE = "06.sinusoidal_positions"
+
+
+def pe_double_loop(L, d):
+    """Straight from the paper's two formulas, one entry at a time."""
+    pe = np.zeros((L, d))
+    for pos in range(L):
+        for i in range(0, d, 2):
+            angle = pos / (10000 ** (i / d))  # i is already 2 * (pair index)
+            pe[pos, i] = math.sin(angle)
+            pe[pos, i + 1] = math.cos(angle)
+    return pe
+
+
+def pe_exp_log(L, d):
+    """The annotated-Transformer way: div_term = exp(-2i ln(10000) / d), then strided slices."""
+    position = np.arange(L)[:, None].astype(float)
+    div_term = np.exp(np.arange(0, d, 2) * (-math.log(10000.0) / d))
+    pe = np.zeros((L, d))
+    pe[:, 0::2] = np.sin(position * div_term)
+    pe[:, 1::2] = np.cos(position * div_term)
+    return pe
+
+
+def pe_stack_columns(L, d):
+    """One column at a time, with the pair's angle written as p * omega_k."""
+    cols = []
+    for k in range(d // 2):
+        omega = 1.0 / 10000 ** (2 * k / d)
+        t = np.arange(L) * omega
+        cols += [np.sin(t), np.cos(t)]
+    return np.column_stack(cols)
+
+
+def pe_halves(L, d):
+    pos = np.arange(L).reshape(-1, 1)
+    freq = 10000.0 ** (np.arange(d // 2) * 2 / d)
+    return np.hstack([np.sin(pos / freq), np.cos(pos / freq)])  # all sines, then all cosines
+
+
+def pe_i_over_d(L, d):
+    pe = np.zeros((L, d))
+    for pos in range(L):
+        for i in range(d // 2):
+            pe[pos, 2 * i] = math.sin(pos / 10000 ** (i / d))  # forgot the 2
+            pe[pos, 2 * i + 1] = math.cos(pos / 10000 ** (i / d))
+    return pe
+
+
+def pe_from_one(L, d):
+    position = np.arange(1, L + 1)[:, None].astype(float)
+    div_term = np.exp(np.arange(0, d, 2) * (-math.log(10000.0) / d))
+    pe = np.zeros((L, d))
+    pe[:, 0::2] = np.sin(position * div_term)
+    pe[:, 1::2] = np.cos(position * div_term)
+    return pe
+
+
+def pe_cos_first(L, d):
+    pe = np.zeros((L, d))
+    for pos in range(L):
+        for i in range(0, d, 2):
+            pe[pos, i] = math.cos(pos / 10000 ** (i / d))
+            pe[pos, i + 1] = math.sin(pos / 10000 ** (i / d))
+    return pe
+
+
+def pe_float32(L, d):
+    pe = np.zeros((L, d), dtype=np.float32)  # "positions don't need float64"
+    angles = np.outer(np.arange(L), 1.0 / 10000 ** (np.arange(0, d, 2) / d))
+    pe[:, ::2], pe[:, 1::2] = np.sin(angles), np.cos(angles)
+    return pe
+
+
+CORRECT_PE = [pe_double_loop, pe_exp_log, pe_stack_columns]
+
+WRONG_PE = [
+    ("positions-concatenated-not-interleaved", pe_halves),
+    ("positions-wrong-exponent", pe_i_over_d),
+    ("positions-start-at-1", pe_from_one),
+    ("positions-sin-cos-swapped", pe_cos_first),
+    ("float32-output", pe_float32),
+]
+
+
+CORRECT = {LN: CORRECT_LN, BLOCK: CORRECT_BLOCK, PE: CORRECT_PE}
+
+WRONG = ([(LN, mid, f) for mid, f in WRONG_LN] + [(BLOCK, mid, c) for mid, c in WRONG_BLOCK]
+         + [(PE, mid, f) for mid, f in WRONG_PE])

@@ -178,3 +178,26 @@ def test_block_cases_have_both_placements_masks_and_spread_activations():
     pre = torch.cat([s.flatten() for s in seen])
     assert pre.min() < -2.5 and pre.max() > 2.5
     assert ((pre > -1) & (pre < 1)).any()
+
+
+# ============================================================================================
+# sinusoidal_positions: the cases tell every mistake apart, and unlisted ones get the hint
+# ============================================================================================
+
+
+def test_sinusoidal_cases_hold_what_the_mistakes_need():
+    """d = 2 cannot tell concatenation from interleaving, and i/d from 2i/d: other cases must."""
+    shapes = [c.args for c in exercises.get("06.sinusoidal_positions").cases(0)]
+    assert any(d >= 4 and (d // 2) % 2 == 1 for _, d in shapes)  # an odd number of pairs
+    assert any(L >= 20 and d >= 8 for L, d in shapes)  # slow pairs turn visibly
+
+
+def test_unlisted_pairing_mistake_gets_the_unit_circle_hint():
+    def sin_everywhere(L, d):  # sines in both columns of a pair: not a listed mistake
+        angles = np.arange(L)[:, None] * 10000.0 ** (-np.arange(0, d, 2) / d)
+        return np.repeat(np.sin(angles), 2, axis=1)
+
+    v = evaluate(sin_everywhere, "06.sinusoidal_positions")
+    assert v.status == "failed"
+    assert not (v.misconception or "").startswith("positions-"), v.misconception
+    assert "PE[p, 2i]**2 + PE[p, 2i+1]**2 = 1" in format_verdict(v)

@@ -13,7 +13,7 @@ from hypothesis.extra.numpy import arrays
 from torch import nn
 
 from mhsa_ref.chapters.ch06.reference_torch import TransformerBlock, to_torch_encoder_layer
-from mhsa_ref.chapters.ch06.reference import layer_norm
+from mhsa_ref.chapters.ch06.reference import layer_norm, sinusoidal_positions
 from mhsa_ref.chapters.ch05.reference_torch import mha_mask
 
 
@@ -144,3 +144,49 @@ def test_block_bad_input_gets_a_clear_error():
         TransformerBlock(8, 2, 0)
     with pytest.raises(ValueError, match=r"d_model=10 is not divisible by num_heads=4"):
         TransformerBlock(10, 4, 16)
+
+
+# ---------------------------------------------------------------------------------------------
+# sinusoidal_positions: the paper's formula through another route (complex exponentials, the
+# paper's Vaswani et al. section 3.5 values written out), and the relative-offset property.
+
+
+def test_sinusoidal_positions_written_out():
+    """Values of section 3.5's formula computed by hand for d = 4: frequencies 1 and 1/100."""
+    pe = sinusoidal_positions(3, 4)
+    want = np.array([[0.0, 1.0, 0.0, 1.0],
+                     [np.sin(1.0), np.cos(1.0), np.sin(0.01), np.cos(0.01)],
+                     [np.sin(2.0), np.cos(2.0), np.sin(0.02), np.cos(0.02)]])
+    np.testing.assert_allclose(pe, want, rtol=0, atol=1e-15)
+    assert pe.dtype == np.float64
+
+
+@settings(max_examples=40, deadline=None)
+@given(L=st.integers(0, 64), half=st.integers(1, 32))
+def test_property_sinusoidal_equals_complex_exponential(L, half):
+    d = 2 * half
+    z = np.exp(1j * np.outer(np.arange(L), np.logspace(0, -(d - 2) / d * 4, half)))  # 10000 = 1e4
+    pe = sinusoidal_positions(L, d)
+    assert pe.shape == (L, d)
+    np.testing.assert_allclose(pe[:, 0::2], z.imag, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(pe[:, 1::2], z.real, rtol=0, atol=1e-12)
+
+
+@settings(max_examples=30, deadline=None)
+@given(half=st.integers(1, 16), k=st.integers(1, 20), p=st.integers(0, 40))
+def test_property_offset_is_a_fixed_rotation(half, k, p):
+    """PE[p + k] = R_k PE[p], with R_k a 2x2 rotation per pair that does not depend on p."""
+    d = 2 * half
+    pe = sinusoidal_positions(p + k + 1, d)
+    omega = 10000.0 ** (-np.arange(half) * 2 / d)
+    c, s = np.cos(k * omega), np.sin(k * omega)
+    sin_p, cos_p = pe[p, 0::2], pe[p, 1::2]
+    np.testing.assert_allclose(pe[p + k, 0::2], sin_p * c + cos_p * s, atol=1e-12)
+    np.testing.assert_allclose(pe[p + k, 1::2], cos_p * c - sin_p * s, atol=1e-12)
+
+
+@pytest.mark.parametrize("L, d, word", [(4, 5, "d=5"), (4, 0, "d"), (-1, 4, "L"), (2.0, 4, "L"),
+                                        (True, 4, "L"), (4, "8", "d")])
+def test_sinusoidal_positions_bad_input_names_the_argument(L, d, word):
+    with pytest.raises(ValueError, match=word):
+        sinusoidal_positions(L, d)

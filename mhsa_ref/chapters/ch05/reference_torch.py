@@ -31,7 +31,8 @@ __all__ = ["MultiHeadSelfAttention", "from_torch_mha", "to_torch_mha", "mha_mask
 
 
 class MultiHeadSelfAttention(nn.Module):
-    """Multi-head self-attention: ``forward(x, mask=None)`` maps (B, L, d) to (B, L, d).
+    """Multi-head self-attention: ``forward(x, mask=None, is_causal=False)`` maps (B, L, d) to
+    (B, L, d).
 
     ``dropout`` is applied to the attention weights in training mode only.
     """
@@ -54,14 +55,23 @@ class MultiHeadSelfAttention(nn.Module):
         self.W_v = nn.Linear(d_model, d_model, bias=bias)
         self.W_o = nn.Linear(d_model, d_model, bias=bias)
 
-    def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None, is_causal: bool = False) -> torch.Tensor:
+        """``is_causal=True`` is the causal mask said as a flag, not a tensor: the only form in
+        which SDPA may pick its FlashAttention kernel (a mask tensor rules it out)."""
         B, L, _ = self._check_input(x)
         mask = self._check_mask(mask, B, L, x.device)
+        if not isinstance(is_causal, bool):
+            raise TypeError(f"is_causal must be a bool, got {type(is_causal).__name__}")
+        if is_causal and mask is not None:
+            raise ValueError("pass either mask or is_causal=True, not both: combine a causal mask "
+                             "with yours (mask & causal) and pass that as mask")
         q, k, v = self._project(x)
         p = self.dropout if self.training else 0.0
         if self.fast:
-            heads = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p)
+            heads = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p, is_causal=is_causal)
         else:
+            if is_causal:  # the explicit path has no flag: spell the mask out
+                mask = torch.ones(L, L, dtype=torch.bool, device=x.device).tril()
             heads = self._attend(q, k, v, mask, p)
         if mask is not None:  # not every kernel agrees on rows with no allowed key: make them 0
             heads = heads.masked_fill(~mask.any(dim=-1, keepdim=True), 0.0)

@@ -1,8 +1,8 @@
 """Chapter 06: the Transformer block.
 
-reference.py        layer_norm (NumPy)
+reference.py        layer_norm, sinusoidal_positions (NumPy)
 reference_torch.py  TransformerBlock (and to_torch_encoder_layer)
-exercises.py        06.layer_norm, 06.TransformerBlock
+exercises.py        06.layer_norm, 06.TransformerBlock, 06.sinusoidal_positions
 mistakes.py         the block's misconceptions as wrong modules
 """
 

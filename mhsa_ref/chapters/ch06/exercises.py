@@ -6,7 +6,9 @@ them (tests/ch06/learners.py proves it): rows whose variance is close to eps and
 of 0.5 (so eps inside or outside the sqrt, and d vs d - 1, differ), 3-D inputs (so a wrong axis
 normalizes something else), gamma and beta that are not 1 and 0; blocks with both norm_first
 settings, masks, and feed-forward pre-activations spread over [-4, 4], where GELU, its tanh
-approximation and ReLU disagree.
+approximation and ReLU disagree; for the sinusoidal positions, widths d = 2, 6 and 16 (d = 2
+cannot tell concatenated from interleaved columns, d = 6 has an odd number of pairs) and enough
+positions for a wrong frequency to show.
 """
 
 from __future__ import annotations
@@ -252,4 +254,95 @@ TRANSFORMER_BLOCK = Exercise(
     harness=Harness("run_module"),
 )
 
-EXERCISES = (LAYER_NORM, TRANSFORMER_BLOCK)
+# ---------------------------------------------------------------------------------------------
+# 06.sinusoidal_positions
+
+
+def _pe_variant(concat=False, exponent="2i/d", start=0, swap=False):
+    """A wrong encoding: concatenated halves, another exponent, positions from 1, or cos/sin."""
+
+    def sinusoidal_positions(L, d):
+        p = np.arange(start, start + L, dtype=np.float64)[:, None]
+        i = np.arange(d // 2, dtype=np.float64)
+        power = {"2i/d": 2 * i / d, "i/d": i / d, "2j/d": 2 * (2 * i) / d}[exponent]
+        angles = p / 10000.0 ** power
+        first, second = (np.cos(angles), np.sin(angles)) if swap else (np.sin(angles), np.cos(angles))
+        if concat:
+            return np.concatenate([first, second], axis=1)
+        return np.stack([first, second], axis=-1).reshape(L, d)
+
+    return sinusoidal_positions
+
+
+def _pe_column_exponent(L, d):
+    """Each column its own frequency 10000**(j/d), j the column index: the pair no longer shares one."""
+    j = np.arange(d, dtype=np.float64)
+    angles = np.arange(L, dtype=np.float64)[:, None] / 10000.0 ** (j / d)
+    return np.where(j % 2 == 0, np.sin(angles), np.cos(angles))
+
+
+def _pe_cases(rng: np.random.Generator) -> list[Case]:
+    names = ("L", "d")
+    fixed = [(1, 2), (5, 2), (12, 6), (40, 16)]
+    cases = [Case(f"L={L}, d={d}", (L, d), arg_names=names) for L, d in fixed]
+    for i in range(2):
+        L, d = int(rng.integers(2, 30)), 2 * int(rng.integers(2, 9))
+        cases.append(Case(f"random {i + 1}: L={L}, d={d}", (L, d), arg_names=names))
+    return cases
+
+
+def _pe_pairs_on_circle(case: Case, outputs: tuple) -> str | None:
+    (pe,) = outputs
+    L, d = case.args
+    if pe is None or pe.shape != (L, d):
+        return None
+    radius = pe[:, 0::2] ** 2 + pe[:, 1::2] ** 2
+    if not np.allclose(radius, 1.0, atol=1e-9):
+        return ("columns 2i and 2i+1 should be sin and cos of the same angle, so "
+                "PE[p, 2i]**2 + PE[p, 2i+1]**2 = 1; yours ranges from "
+                f"{radius.min():.3g} to {radius.max():.3g}: interleave them, sin in the even columns.")
+    return None
+
+
+SINUSOIDAL_POSITIONS = Exercise(
+    id="06.sinusoidal_positions",
+    name="sinusoidal_positions",
+    signature="sinusoidal_positions(L, d)",
+    points=2.0,
+    reference=ref.sinusoidal_positions,
+    make_cases=_pe_cases,
+    outputs=("PE",),
+    properties=(Property("each column pair (2i, 2i+1) is (sin, cos) of one angle", _pe_pairs_on_circle),),
+    misconceptions=(
+        Misconception(
+            "positions-concatenated-not-interleaved",
+            "You put all the sines first and all the cosines after them. Vaswani et al. "
+            "interleave them: column 2i is sin(p / 10000**(2i/d)) and column 2i+1 is the cosine "
+            "of the same angle. Write pe[:, 0::2] = sin(...) and pe[:, 1::2] = cos(...).",
+            (_pe_variant(concat=True),),
+        ),
+        Misconception(
+            "positions-wrong-exponent",
+            "Your frequencies are off: the exponent of 10000 is 2i/d, where i counts column "
+            "PAIRS (i = 0 .. d/2 - 1), and both columns of a pair share it. Using i/d, or the "
+            "column index j in place of 2i, gives other wavelengths.",
+            (_pe_variant(exponent="i/d"), _pe_variant(exponent="2j/d"), _pe_column_exponent),
+        ),
+        Misconception(
+            "positions-start-at-1",
+            "Your positions start at 1. They count from 0, as the tokens' indices do: row 0 is "
+            "sin(0), cos(0), ... = 0, 1, 0, 1, ... Use np.arange(L).",
+            (_pe_variant(start=1),),
+        ),
+        Misconception(
+            "positions-sin-cos-swapped",
+            "Your even columns hold cosines and your odd columns sines. Vaswani et al. put sin in "
+            "column 2i and cos in column 2i+1.",
+            (_pe_variant(swap=True), _pe_variant(swap=True, concat=True)),
+        ),
+        FLOAT32_OUTPUT,
+    ),
+    forbidden=("mhsa_ref",),
+)
+
+EXERCISES = (LAYER_NORM, TRANSFORMER_BLOCK, SINUSOIDAL_POSITIONS)

@@ -1,4 +1,5 @@
-"""Reference for chapter 06: layer normalization in NumPy (Ba et al., 2016).
+"""Reference for chapter 06: layer normalization in NumPy (Ba et al., 2016), and the sinusoidal
+position encoding of Vaswani et al. (2017, section 3.5).
 
 Each vector is normalized on its own, over its d features (the last axis), to mean 0 and
 variance 1, then scaled and shifted by the learned ``gamma`` and ``beta``. Unlike batch
@@ -12,7 +13,7 @@ import numpy as np
 
 from ...validate import as_float_array
 
-__all__ = ["layer_norm"]
+__all__ = ["layer_norm", "sinusoidal_positions"]
 
 
 def layer_norm(x: np.ndarray, gamma: np.ndarray, beta: np.ndarray, eps: float = 1e-5) -> np.ndarray:
@@ -34,3 +35,24 @@ def layer_norm(x: np.ndarray, gamma: np.ndarray, beta: np.ndarray, eps: float = 
     mean = x.mean(axis=-1, keepdims=True)
     var = ((x - mean) ** 2).mean(axis=-1, keepdims=True)
     return (x - mean) / np.sqrt(var + eps) * gamma + beta
+
+
+def sinusoidal_positions(L: int, d: int) -> np.ndarray:
+    """The (L, d) sinusoidal position encoding of Vaswani et al. (2017), float64.
+
+    Positions count from 0; column pair i (columns 2i and 2i+1, interleaved) holds
+    ``sin(p / 10000**(2i/d))`` and ``cos(p / 10000**(2i/d))``. The pairing is what makes
+    ``PE[p + k]`` a fixed rotation of ``PE[p]`` in every pair, for any p.
+    """
+    for name, value, low in (("L", L, 0), ("d", d, 2)):
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
+            raise ValueError(f"{name} must be an int >= {low}, got {name}={value!r}")
+    if d % 2:
+        raise ValueError(f"d={d} must be even: the encoding is made of (sin, cos) column pairs")
+    positions = np.arange(L, dtype=np.float64)[:, None]
+    frequencies = 10000.0 ** (-np.arange(0, d, 2, dtype=np.float64) / d)  # (d/2,): 2i/d, i = pair
+    angles = positions * frequencies
+    out = np.empty((int(L), int(d)), dtype=np.float64)
+    out[:, 0::2] = np.sin(angles)
+    out[:, 1::2] = np.cos(angles)
+    return out
