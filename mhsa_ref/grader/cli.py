@@ -136,6 +136,10 @@ def attention(doc: dict, out: Path) -> list[str]:
     if doc.get("claimed_twice"):
         lines.append(f"{len(doc['claimed_twice'])} student(s) claimed by more than one notebook of one chapter, "
                      f"each graded on its own: decide which counts (see {out}/summary.md)")
+    if doc.get("ids_alike"):
+        lines.append(f"{len(doc['ids_alike'])} group(s) of student ids that differ only in case or Unicode form "
+                     f"(e.g. {', '.join(repr(i) for i in doc['ids_alike'][0])}), graded as different students: "
+                     f"an LMS may read them as one (see {out}/summary.md)")
     if doc.get("skipped"):
         lines.append(f"skipped {len(doc['skipped'])} path(s) that are not regular notebook files "
                      f"(see {out}/summary.md)")

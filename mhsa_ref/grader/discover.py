@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import os
 import stat
+import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -147,7 +148,14 @@ def suggested_chapter(sub: Submission) -> str | None:
 
 
 def identify(rel: Path) -> tuple[str, str]:
-    """The student of a notebook at ``rel`` (relative to the class root), and how it was read."""
+    """The student of a notebook at ``rel`` (relative to the class root), and how it was read.
+    The id is in Unicode's composed form (NFC): macOS writes "é" as "e" and a combining accent,
+    a spreadsheet or Linux as one character, and both are one student (and one overrides row)."""
+    student, how = _identify(rel)
+    return unicodedata.normalize("NFC", student), how
+
+
+def _identify(rel: Path) -> tuple[str, str]:
     parts = rel.parts
     if len(parts) == 1:
         name = COPY_PREFIX.sub("", rel.stem).strip() or rel.stem

@@ -124,6 +124,11 @@ def _batch_sections(results: list[SubmissionResult], batch: BatchResults | None)
             lines.append(f"- {md_code(claim['student'])}, chapter {claim['chapter']}: "
                          + ", ".join(f"{md_code(p)} ({md_code(names[p])})" if p in names else md_code(p)
                                      for p in claim["paths"]))
+    if batch is not None and batch.ids_alike:
+        lines += ["", "## Student ids that differ only in case or Unicode form", "",
+                  "Graded as different students; an LMS that matches logins without case would read them as "
+                  "one and keep only one row. Rename the folders if they are one student.", ""]
+        lines += ["- " + ", ".join(md_code(i) for i in group) for group in batch.ids_alike]
     if batch is not None and batch.skipped:
         lines += ["", "## Paths not graded", ""]
         lines += [f"- {md_code(s['path'])}: {md_code(s['reason'])}" for s in batch.skipped[:MAX_LISTED]]

@@ -1,0 +1,108 @@
+"""Red team of issue 14's records: each test reproduces a hole found by attacking `mhsa-grade` as
+a hostile student or a careless instructor would, and holds its fix.
+
+- An override's comment of several lines lost every line starting with ``#`` (the comment-line
+  filter ran before the CSV parser, inside quoted cells too).
+- Scores such as ``1_0`` (read as 10) or Arabic-Indic digits were accepted as numbers.
+- One student's folder written by macOS (decomposed "é") and by Linux or a spreadsheet (composed)
+  were two students, and an override typed in the other form matched neither.
+- Two students whose folder names are not UTF-8 (``\\xff\\xfe``, ``\\xfe\\xff``) both read as
+  U+FFFD U+FFFD: one student "claimed twice", one row in the gradebooks, the best counted.
+- Ids that differ only in case (``Alice``, ``alice``) are one login to an LMS that matches
+  without case: its import keeps one of the two rows, silently.
+"""
+
+from __future__ import annotations
+
+import os
+import unicodedata
+
+import pytest
+
+from mhsa_ref.grader import cli
+from mhsa_ref.grader.points import ConfigError, load_overrides, load_points
+from mhsa_ref.grader.run import Limits
+
+from .test_grader_class_attacks import NB, SOLVED_02, write
+
+
+def _file(tmp_path, text: str, name: str):
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_an_override_comment_keeps_its_lines_that_start_with_a_hash(tmp_path):
+    path = _file(tmp_path, '# my overrides\nstudent,exercise,score,comment\n'
+                           'bob,01.softmax,1,"Line one\n# not a comment: part of the text\n"" quoted # too"\n'
+                           '# a real comment line\nann,01.softmax,2,fine\n', "overrides.csv")
+    entries = load_overrides(path).entries
+    assert [(o.student, o.comment, o.line) for o in entries] == [
+        ("bob", 'Line one\n# not a comment: part of the text\n" quoted # too', 5), ("ann", "fine", 7)]
+
+
+def test_a_comment_line_with_a_stray_quote_does_not_swallow_the_next_rows(tmp_path):
+    path = _file(tmp_path, 'exercise,part,points\n# the "attention part\n01.softmax,,4\n', "points.csv")
+    assert load_points(path).max_points(__import__("mhsa_ref.exercises", fromlist=["x"]).REGISTRY["01.softmax"]) == 4
+
+
+@pytest.mark.parametrize("score", ["1_0", "\u0663", "\uff13", "1__0"])
+def test_a_score_must_be_written_in_ascii_decimals(tmp_path, score):
+    path = _file(tmp_path, f"student,exercise,score,comment\nbob,01.softmax,{score},\n", "overrides.csv")
+    with pytest.raises(ConfigError, match="line 2: score .* is not a number"):
+        load_overrides(path)
+
+
+@pytest.mark.parametrize("score, value", [("1.5", 1.5), ("+2", 2.0), (".5", 0.5), ("1e0", 1.0), ("-0", 0.0)])
+def test_ordinary_scores_still_read(tmp_path, score, value):
+    path = _file(tmp_path, f"student,exercise,score,comment\nbob,01.softmax,{score},\n", "overrides.csv")
+    assert load_overrides(path).entries[0].score == value
+
+
+def test_an_override_in_the_other_unicode_form_names_the_same_student(tmp_path):
+    nfd = unicodedata.normalize("NFD", "\u00e9mile")
+    path = _file(tmp_path, f"student,exercise,score,comment\n{nfd},01.softmax,1,\n", "overrides.csv")
+    assert load_overrides(path).entries[0].student == "\u00e9mile"
+
+
+def test_identity_is_the_composed_form_of_the_folder_name():
+    from mhsa_ref.grader.discover import identify
+    from pathlib import Path
+
+    nfd, nfc = unicodedata.normalize("NFD", "\u00e9mile"), "\u00e9mile"
+    assert identify(Path(nfd) / NB)[0] == identify(Path(nfc) / NB)[0] == nfc
+    assert identify(Path("submitted") / nfd / "ps1" / NB)[0] == nfc
+    assert identify(Path(nfd + ".ipynb"))[0] == nfc
+
+
+def test_ids_alike_groups_case_and_compatibility_forms_only():
+    from mhsa_ref.grader.batch import ids_alike
+
+    assert ids_alike(["Alice", "alice", "bob", "\uff42ob", "carol", "dave"]) == [["Alice", "alice"], ["bob", "\uff42ob"]]
+    assert ids_alike(["ann", "anne"]) == []
+
+
+@pytest.mark.slow
+def test_a_class_with_colliding_ids_is_graded_apart_and_flagged(tmp_path, capsys):
+    """One batch, four notebooks: é written both ways is one student (claimed twice, loud); two
+    undecodable folder names stay two students; Alice and alice are two students, flagged."""
+    cls, out = tmp_path / "class", tmp_path / "out"
+    nfc, nfd = "\u00e9mile", unicodedata.normalize("NFD", "\u00e9mile")
+    for folder, name in ((nfc, NB), (nfd, "copy_" + NB), ("Alice", NB), ("alice", NB),
+                         (os.fsdecode(b"\xff\xfe"), NB), (os.fsdecode(b"\xfe\xff"), NB)):
+        write(cls / folder / name, SOLVED_02)
+    code = cli.main([str(cls), "--out", str(out), "--chapter", "02", "--seed", "1", "--jobs", "1",
+                     "--no-progress", "--timeout", str(Limits().timeout_s)])
+    err = capsys.readouterr().err
+    import json
+
+    doc = json.loads((out / "results.json").read_text())
+    students = sorted(s["student"] for s in doc["submissions"])
+    assert students == sorted(["Alice", "alice", "\\xff\\xfe", "\\xfe\\xff", nfc, nfc]), students
+    assert [c["student"] for c in doc["claimed_twice"]] == [nfc]
+    assert doc["ids_alike"] == [["Alice", "alice"]]
+    assert code == cli.EXIT_ATTENTION and "differ only in case" in err and "'Alice', 'alice'" in err
+    wide = (out / "gradebook-wide.csv").read_text().splitlines()
+    assert len(wide) == 1 + 5  # header, then Alice, alice, the two undecodable ids, émile once
+    summary = (out / "summary.md").read_text()
+    assert "## Student ids that differ only in case or Unicode form" in summary and "- `Alice`, `alice`" in summary
