@@ -106,3 +106,22 @@ def test_a_class_with_colliding_ids_is_graded_apart_and_flagged(tmp_path, capsys
     assert len(wide) == 1 + 5  # header, then Alice, alice, the two undecodable ids, émile once
     summary = (out / "summary.md").read_text()
     assert "## Student ids that differ only in case or Unicode form" in summary and "- `Alice`, `alice`" in summary
+
+
+def test_the_score_panel_labels_its_median_when_the_first_chapter_is_worth_nothing(recwarn):
+    """A points file may make a chapter worth 0 (no median drawn for it): the figure then warned
+    "No artists with labels" on the terminal and had no legend for the other chapters' medians."""
+    from collections import Counter
+
+    from mhsa_ref.grader.outputs.scores import tally
+    from mhsa_ref.grader.outputs.summary import summary_figure
+    from mhsa_ref.grader.results import SubmissionResult
+
+    results = [SubmissionResult(f"{s}/{c}.ipynb", s, c, score, top)
+               for s in ("ann", "ben") for c, score, top in (("01", 0.0, 0.0), ("02", 1.0, 2.0))]
+    fig = summary_figure(tally(results), Counter(), 2)
+    legend = fig.subfigs[0].axes[0].get_legend()
+    assert legend is not None and [t.get_text() for t in legend.get_texts()] == ["median"]
+    fig = summary_figure(tally(results[::2]), Counter(), 2)  # only the chapter worth 0
+    assert fig.subfigs[0].axes[0].get_legend() is None
+    assert not [str(w.message) for w in recwarn if "legend" in str(w.message) or "artists" in str(w.message)]
