@@ -125,3 +125,34 @@ def test_the_score_panel_labels_its_median_when_the_first_chapter_is_worth_nothi
     fig = summary_figure(tally(results[::2]), Counter(), 2)  # only the chapter worth 0
     assert fig.subfigs[0].axes[0].get_legend() is None
     assert not [str(w.message) for w in recwarn if "legend" in str(w.message) or "artists" in str(w.message)]
+
+
+@pytest.mark.parametrize("option", [["--seed", "-1"], ["--timeout", "nan"], ["--timeout", "inf"],
+                                    ["--timeout", "1e30"], ["--memory", str(10 ** 20)]])
+def test_a_limit_the_sandbox_cannot_apply_is_a_usage_error_that_keeps_the_gradebook(tmp_path, option, capsys):
+    """These failed every notebook in the sandbox and replaced the gradebooks with empty ones."""
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "gradebook-wide.csv").write_text("student,chapter 02 (out of 2)\nalice,2\n")
+    write(tmp_path / "class" / "alice" / NB, SOLVED_02)
+    with pytest.raises(SystemExit) as info:
+        cli.main([str(tmp_path / "class"), "--out", str(out), "--chapter", "02", "--no-progress", *option])
+    assert info.value.code == cli.EXIT_USAGE and option[0] in capsys.readouterr().err
+    assert (out / "gradebook-wide.csv").read_text() == "student,chapter 02 (out of 2)\nalice,2\n"
+
+
+@pytest.mark.slow
+def test_a_sandbox_that_fails_before_any_learner_code_runs_is_the_graders_failure(tmp_path):
+    """A sandbox that cannot start (here: an address-space limit setrlimit refuses) scored a
+    correct notebook 0, status error, exit 0, and the store kept it for --resume."""
+    from mhsa_ref.grader.batch import grade_batch
+
+    write(tmp_path / "class" / "alice" / NB, SOLVED_02)
+    doc = grade_batch([tmp_path / "class"], tmp_path / "out", seed=1, chapter="02",
+                      limits=Limits(memory_mb=10 ** 14), progress=False)
+    assert doc["submissions"] == [] and len(doc["grader_failures"]) == 1
+    assert "sandbox" in doc["grader_failures"][0]["error"], doc["grader_failures"]
+    assert not list((tmp_path / "out" / "results").glob("*.json"))  # nothing stored: --resume grades it
+    doc = grade_batch([tmp_path / "class"], tmp_path / "out", seed=1, chapter="02", resume=True,
+                      limits=Limits(timeout_s=5), progress=False)
+    assert [(s["student"], s["score"]) for s in doc["submissions"]] == [("alice", 2.0)] and not doc["grader_failures"]

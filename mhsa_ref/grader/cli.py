@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import shlex
 import signal
@@ -22,6 +23,8 @@ from pathlib import Path
 from . import lifeline, points, zygote
 from .limits import Limits
 
+MAX_TIMEOUT_S = 3600  # per exercise; longer only postpones a timeout (and overflows the CPU limit)
+MAX_MEMORY_MB = 1 << 20  # 1 TiB: more than any machine grading a class has, and still a valid limit
 EXIT_OK = 0  # every notebook graded, nothing to look at
 EXIT_ATTENTION = 1  # graded, but something needs the instructor (listed on the terminal and in summary.md)
 EXIT_USAGE = 2  # a usage error, a path that does not exist, or nothing to grade
@@ -59,8 +62,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     points.add_options(parser)
     args = parser.parse_args(argv)
-    if args.jobs < 1 or args.timeout <= 0 or args.memory < 64:
-        parser.error("--jobs must be >= 1, --timeout > 0 and --memory >= 64")
+    # Checked here, before anything runs: a value the sandbox cannot apply (an infinite timeout, a
+    # negative seed) would otherwise fail every notebook and replace the gradebooks with empty ones.
+    if not (args.jobs >= 1 and math.isfinite(args.timeout) and 0 < args.timeout <= MAX_TIMEOUT_S
+            and 64 <= args.memory <= MAX_MEMORY_MB and (args.seed is None or args.seed >= 0)):
+        parser.error(f"--jobs must be >= 1, --timeout more than 0 and at most {MAX_TIMEOUT_S} (seconds), "
+                     f"--memory from 64 to {MAX_MEMORY_MB} (MB) and --seed >= 0")
     try:
         with lifeline.interruptible():
             return _grade(args, parser)
