@@ -156,3 +156,34 @@ def test_a_sandbox_that_fails_before_any_learner_code_runs_is_the_graders_failur
     doc = grade_batch([tmp_path / "class"], tmp_path / "out", seed=1, chapter="02", resume=True,
                       limits=Limits(timeout_s=5), progress=False)
     assert [(s["student"], s["score"]) for s in doc["submissions"]] == [("alice", 2.0)] and not doc["grader_failures"]
+
+
+SOFTMAX_UNIT = '''
+def softmax(x, axis=-1):
+    m = np.max(x, axis=axis, keepdims=True)
+    e = np.exp(x - m)
+    return e / np.sum(e, axis=axis, keepdims=True)
+'''
+
+
+@pytest.mark.parametrize("disguise", [
+    lambda s: s.replace("    e = np.exp", "    pass\n    e = np.exp"),
+    lambda s: s.replace("    e = np.exp", "    f'nothing'\n    e = np.exp"),
+    lambda s: s.replace("axis=axis, keepdims=True)\n    e", "keepdims=True, axis=axis)\n    e"),
+    lambda s: s.replace("np.sum(e, axis=axis, keepdims=True)", "np.sum(e, keepdims=True, axis=axis)"),
+], ids=["pass", "constant f-string", "keywords reordered", "keywords reordered in the return"])
+def test_a_copy_disguised_by_statements_that_do_nothing_or_reordered_keywords_is_identical(disguise):
+    from mhsa_ref.grader.copies import normalise
+
+    assert normalise(disguise(SOFTMAX_UNIT)) == normalise(SOFTMAX_UNIT)
+
+
+@pytest.mark.parametrize("different", [
+    lambda s: s.replace("    e = np.exp", "    f'{print(x)}'\n    e = np.exp"),  # an f-string that calls
+    lambda s: s.replace("keepdims=True)\n    e", "keepdims=True, **{})\n    e"),  # ** kept as written
+    lambda s: s.replace("axis=axis, keepdims=True)\n    e", "axis=axis, keepdims=False)\n    e"),
+])
+def test_code_that_does_something_else_is_not_normalised_away(different):
+    from mhsa_ref.grader.copies import normalise
+
+    assert normalise(different(SOFTMAX_UNIT)) != normalise(SOFTMAX_UNIT)

@@ -3,7 +3,8 @@
 What is compared is each exercise's *unit*: the definition the grader ran (``extract.py``'s
 source) plus the notebook's own helper definitions it refers to, other exercises left out (they
 are compared under their own id). Before comparing, a unit is normalised by its syntax tree:
-comments, docstrings, decorators and type hints go, each function's arguments and locals are
+comments, docstrings (and other statements that do nothing: ``pass``, ``...``, an f-string of
+constants), decorators and type hints go, keyword arguments are sorted, each function's arguments and locals are
 renamed in order of first appearance, helper names likewise, and ``ast.unparse`` writes it in one
 format (one quote style, one spelling of each number). Then:
 
@@ -181,7 +182,7 @@ def _strip(node: ast.AST) -> None:
             continue
         kept = []
         for stmt in body:
-            if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant):
+            if isinstance(stmt, ast.Pass) or isinstance(stmt, ast.Expr) and _inert(stmt.value):
                 continue
             if isinstance(stmt, ast.AnnAssign):
                 if stmt.value is None:
@@ -189,6 +190,13 @@ def _strip(node: ast.AST) -> None:
                 stmt = ast.Assign(targets=[stmt.target], value=stmt.value, lineno=0)
             kept.append(stmt)
         setattr(node, name, kept or ([ast.Pass()] if name == "body" else []))
+
+
+def _inert(value: ast.expr) -> bool:
+    """A bare expression statement that does nothing: a constant (a docstring, ``...``), or an
+    f-string of constants only (``f"x"``, a disguise that a constant in its place would not be)."""
+    return isinstance(value, ast.Constant) or (
+        isinstance(value, ast.JoinedStr) and all(isinstance(v, ast.Constant) for v in value.values))
 
 
 def _normalise_function(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
@@ -214,6 +222,9 @@ def _normalise_function(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
             sites.append((node, "name"))
         elif isinstance(node, (ast.Global, ast.Nonlocal)):
             declared.update(node.names)
+        elif isinstance(node, ast.Call) and all(k.arg is not None for k in node.keywords):
+            # Keyword arguments in any order are one call (before renaming, which follows the order)
+            node.keywords.sort(key=lambda k: k.arg)
         stack.extend(reversed(list(ast.iter_child_nodes(node))))
     local -= declared
     mapping: dict[str, str] = {}
