@@ -187,3 +187,37 @@ def test_code_that_does_something_else_is_not_normalised_away(different):
     from mhsa_ref.grader.copies import normalise
 
     assert normalise(different(SOFTMAX_UNIT)) != normalise(SOFTMAX_UNIT)
+
+
+def test_a_similar_group_holds_only_students_similar_two_by_two():
+    """Similar groups were chains: B (made of A's code and C's) linked A and C, who share little,
+    into one finding reported as "similar" at B's overlap. Now C stays out of A and B's group."""
+    import numpy as np
+
+    from mhsa_ref.grader.copies import similar_groups
+
+    o = np.array([[1.0, 0.6, 0.1],
+                  [0.6, 1.0, 0.55],
+                  [0.1, 0.55, 1.0]])
+    assert similar_groups(o, 0.5) == [[0, 1], [2]]
+    o[0, 2] = o[2, 0] = 0.5  # all three similar two by two: one group
+    assert similar_groups(o, 0.5) == [[0, 1, 2]]
+    ring = np.eye(4) + 0.9 * (np.eye(4, k=1) + np.eye(4, k=-1))  # 0~1~2~3, nothing else
+    assert sorted(similar_groups(ring, 0.5)) == [[0, 1], [2, 3]]
+
+
+def test_a_framing_submission_does_not_group_two_students_who_share_little():
+    """End to end: bob's exercise is ann's code with carol's as a dead helper; ann and carol
+    (different algorithms) must not appear in one finding."""
+    from mhsa_ref.grader import copies
+
+    from mhsa_ref.grader.copies import SIMILAR_KIND
+
+    from .test_grader_copies import BOOK, SDPA_EINSUM, SDPA_MATMUL, kinds, submission
+
+    # (tuned: bob overlaps ann by 0.50 and carol by 0.52; ann and carol share 0.09)
+    helper = SDPA_EINSUM.replace("@exercise\ndef scaled_dot_product_attention", "def _spare").strip().split("\n")
+    framer = SDPA_MATMUL.rstrip() + "\n    _spare\n\n" + "\n".join(helper[:-1]) + "\n"
+    report = copies.find_copies([submission("ann", SDPA_MATMUL), submission("bob", framer),
+                                 submission("carol", SDPA_EINSUM)], BOOK)
+    assert kinds(report) == [("01.scaled_dot_product_attention", SIMILAR_KIND, ["bob", "carol"])]
