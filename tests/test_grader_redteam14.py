@@ -221,3 +221,20 @@ def test_a_framing_submission_does_not_group_two_students_who_share_little():
     report = copies.find_copies([submission("ann", SDPA_MATMUL), submission("bob", framer),
                                  submission("carol", SDPA_EINSUM)], BOOK)
     assert kinds(report) == [("01.scaled_dot_product_attention", SIMILAR_KIND, ["bob", "carol"])]
+
+
+def test_a_students_folder_given_as_the_class_is_flagged_not_silently_misnamed(tmp_path):
+    """`mhsa-grade class/alice` named alice "02_scaling" with exit 0 (issue 14, item 2): now the
+    results say why and the run needs attention; a lone file and --root are unchanged."""
+    from mhsa_ref.grader import discover
+
+    alice = write(tmp_path / "class" / "alice" / NB, SOLVED_02).parent
+    write(tmp_path / "class" / "bob.ipynb", SOLVED_02)
+    found = discover.scan([alice]).submissions
+    assert [(s.student, s.identified_by) for s in found] == [("02_scaling", discover.ONE_STUDENTS_FOLDER)]
+    doc = {"submissions": [{"student": s.student, "identified_by": s.identified_by} for s in found]}
+    assert any("name a chapter" in line and "--root" in line for line in cli.attention(doc, tmp_path))
+    assert [s.identified_by for s in discover.scan([alice / NB]).submissions] != [discover.ONE_STUDENTS_FOLDER]
+    assert [s.student for s in discover.scan([alice], root=tmp_path / "class").submissions] == ["alice"]
+    flat = discover.scan([tmp_path / "class"]).submissions  # bob.ipynb: a flat class, not flagged
+    assert {s.student: s.identified_by != discover.ONE_STUDENTS_FOLDER for s in flat} == {"alice": True, "bob": True}

@@ -143,6 +143,12 @@ def attention(doc: dict, out: Path) -> list[str]:
     if doc.get("claimed_twice"):
         lines.append(f"{len(doc['claimed_twice'])} student(s) claimed by more than one notebook of one chapter, "
                      f"each graded on its own: decide which counts (see {out}/summary.md)")
+    from .discover import ONE_STUDENTS_FOLDER
+
+    named = sorted({s["student"] for s in doc["submissions"] if s.get("identified_by") == ONE_STUDENTS_FOLDER})
+    if named:
+        lines.append(f"{len(named)} student id(s) read from file names that name a chapter (e.g. {named[0]!r}): "
+                     "was a student's folder given as the class? Give the class folder with --root")
     if doc.get("ids_alike"):
         lines.append(f"{len(doc['ids_alike'])} group(s) of student ids that differ only in case or Unicode form "
                      f"(e.g. {', '.join(repr(i) for i in doc['ids_alike'][0])}), graded as different students: "

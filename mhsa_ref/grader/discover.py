@@ -107,7 +107,10 @@ def scan(paths: list[str | Path], root: str | Path | None = None) -> Discovery:
                                                      "or give --root)"))
         elif os.path.isdir(arg):  # a folder, or the instructor's own link to one
             top = Path(os.path.realpath(arg))
+            first = len(found.submissions)
             _walk(top, arg, lambda p, r=root or top: add(p, r), found.skipped)
+            if root is None:
+                _flag_student_folder(found.submissions, first)
         elif stat.S_ISREG(info.st_mode):
             add(arg, root or files_root)
         else:
@@ -145,6 +148,20 @@ def suggested_chapter(sub: Submission) -> str | None:
         return chapter_of(read_notebook(sub.path, sub.root), sub.path, known).chapter
     except Exception:  # unreadable, or not a notebook: graded into an error row, which needs nothing
         return None
+
+
+ONE_STUDENTS_FOLDER = ("its file name, which names a chapter: the folder given looks like one student's, not "
+                       "a class (give the class with --root)")
+
+
+def _flag_student_folder(submissions: list[Submission], first: int) -> None:
+    """``mhsa-grade class/alice`` made alice's notebooks students named "01_attention_numpy":
+    a folder argument whose notebooks, directly in it, are named after chapters is said to be
+    one student's, which the results, summary.md and the exit code (1) tell the instructor."""
+    for i in range(first, len(submissions)):
+        sub = submissions[i]
+        if "/" not in sub.key and chapter_in_name(sub.key) is not None:
+            submissions[i] = Submission(sub.path, sub.student, sub.key, ONE_STUDENTS_FOLDER, sub.root)
 
 
 def identify(rel: Path) -> tuple[str, str]:
