@@ -10,6 +10,14 @@ a hostile student or a careless instructor would, and holds its fix.
   U+FFFD U+FFFD: one student "claimed twice", one row in the gradebooks, the best counted.
 - Ids that differ only in case (``Alice``, ``alice``) are one login to an LMS that matches
   without case: its import keeps one of the two rows, silently.
+- summary.png warned "No artists with labels" on the terminal when the first chapter was worth 0.
+- ``--seed -1``, ``--timeout inf/nan/1e30`` and ``--memory 10**20`` failed every notebook in the
+  sandbox and replaced the class's gradebooks with empty ones; a sandbox that failed before any
+  learner code ran scored a correct notebook 0 (status error, exit 0, stored for --resume).
+- Copies: ``pass``, a constant f-string or reordered keyword arguments hid an identical copy;
+  similar groups were chains, so one submission made of two others' code grouped two students
+  who share little.
+- ``mhsa-grade class/alice`` named alice "01_attention_numpy" with exit 0.
 """
 
 from __future__ import annotations
