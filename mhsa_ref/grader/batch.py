@@ -18,6 +18,7 @@ import multiprocessing
 import os
 import secrets
 import sys
+import unicodedata
 from dataclasses import asdict, dataclass
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
@@ -91,6 +92,7 @@ def grade_batch(paths: list[str | Path], out: Path, jobs: int = 1, seed: int | N
     claims = claimed_twice(graded)
     batch = BatchResults(seed, [r for _, r in graded], [shown(r) for r in found.roots],
                          [asdict(s) for s in found.skipped], claims, grader_failures=failures)
+    batch.ids_alike = ids_alike([r.student for _, r in graded])
     batch.points_file, batch.overrides_file = (points or PointsTable()).source, (overrides or Overrides()).source
     batch.override_warnings = apply_points(batch.submissions, points, overrides)
     return write_all(batch, out)
@@ -132,6 +134,15 @@ def _assignment_maximum(graded: list[tuple[discover.Submission, SubmissionResult
         for sub, r in graded:
             count_against_maximum(r, sub, next(iter(chapters_seen)),
                                   "every other notebook of this batch is of that chapter")
+
+
+def ids_alike(students: list[str]) -> list[list[str]]:
+    """Groups of distinct student ids that are one id to a reader or an LMS (same letters up to
+    case and Unicode compatibility forms): graded apart, but flagged for the instructor."""
+    groups: dict[str, set[str]] = {}
+    for s in students:
+        groups.setdefault(unicodedata.normalize("NFKC", s).casefold(), set()).add(s)
+    return sorted(sorted(g) for g in groups.values() if len(g) > 1)
 
 
 def claimed_twice(graded: list[tuple[discover.Submission, SubmissionResult]]) -> list[dict]:

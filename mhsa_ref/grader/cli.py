@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import shlex
 import signal
@@ -22,6 +23,8 @@ from pathlib import Path
 from . import lifeline, points, zygote
 from .limits import Limits
 
+MAX_TIMEOUT_S = 3600  # per exercise; longer only postpones a timeout (and overflows the CPU limit)
+MAX_MEMORY_MB = 1 << 20  # 1 TiB: more than any machine grading a class has, and still a valid limit
 EXIT_OK = 0  # every notebook graded, nothing to look at
 EXIT_ATTENTION = 1  # graded, but something needs the instructor (listed on the terminal and in summary.md)
 EXIT_USAGE = 2  # a usage error, a path that does not exist, or nothing to grade
@@ -59,8 +62,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     points.add_options(parser)
     args = parser.parse_args(argv)
-    if args.jobs < 1 or args.timeout <= 0 or args.memory < 64:
-        parser.error("--jobs must be >= 1, --timeout > 0 and --memory >= 64")
+    # Checked here, before anything runs: a value the sandbox cannot apply (an infinite timeout, a
+    # negative seed) would otherwise fail every notebook and replace the gradebooks with empty ones.
+    if not (args.jobs >= 1 and math.isfinite(args.timeout) and 0 < args.timeout <= MAX_TIMEOUT_S
+            and 64 <= args.memory <= MAX_MEMORY_MB and (args.seed is None or args.seed >= 0)):
+        parser.error(f"--jobs must be >= 1, --timeout more than 0 and at most {MAX_TIMEOUT_S} (seconds), "
+                     f"--memory from 64 to {MAX_MEMORY_MB} (MB) and --seed >= 0")
     try:
         with lifeline.interruptible():
             return _grade(args, parser)
@@ -136,6 +143,16 @@ def attention(doc: dict, out: Path) -> list[str]:
     if doc.get("claimed_twice"):
         lines.append(f"{len(doc['claimed_twice'])} student(s) claimed by more than one notebook of one chapter, "
                      f"each graded on its own: decide which counts (see {out}/summary.md)")
+    from .discover import ONE_STUDENTS_FOLDER
+
+    named = sorted({s["student"] for s in doc["submissions"] if s.get("identified_by") == ONE_STUDENTS_FOLDER})
+    if named:
+        lines.append(f"{len(named)} student id(s) read from file names that name a chapter (e.g. {named[0]!r}): "
+                     "was a student's folder given as the class? Give the class folder with --root")
+    if doc.get("ids_alike"):
+        lines.append(f"{len(doc['ids_alike'])} group(s) of student ids that differ only in case or Unicode form "
+                     f"(e.g. {', '.join(repr(i) for i in doc['ids_alike'][0])}), graded as different students: "
+                     f"an LMS may read them as one (see {out}/summary.md)")
     if doc.get("skipped"):
         lines.append(f"skipped {len(doc['skipped'])} path(s) that are not regular notebook files "
                      f"(see {out}/summary.md)")

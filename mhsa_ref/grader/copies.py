@@ -3,7 +3,8 @@
 What is compared is each exercise's *unit*: the definition the grader ran (``extract.py``'s
 source) plus the notebook's own helper definitions it refers to, other exercises left out (they
 are compared under their own id). Before comparing, a unit is normalised by its syntax tree:
-comments, docstrings, decorators and type hints go, each function's arguments and locals are
+comments, docstrings (and other statements that do nothing: ``pass``, ``...``, an f-string of
+constants), decorators and type hints go, keyword arguments are sorted, each function's arguments and locals are
 renamed in order of first appearance, helper names likewise, and ``ast.unparse`` writes it in one
 format (one quote style, one spelling of each number). Then:
 
@@ -181,7 +182,7 @@ def _strip(node: ast.AST) -> None:
             continue
         kept = []
         for stmt in body:
-            if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant):
+            if isinstance(stmt, ast.Pass) or isinstance(stmt, ast.Expr) and _inert(stmt.value):
                 continue
             if isinstance(stmt, ast.AnnAssign):
                 if stmt.value is None:
@@ -189,6 +190,13 @@ def _strip(node: ast.AST) -> None:
                 stmt = ast.Assign(targets=[stmt.target], value=stmt.value, lineno=0)
             kept.append(stmt)
         setattr(node, name, kept or ([ast.Pass()] if name == "body" else []))
+
+
+def _inert(value: ast.expr) -> bool:
+    """A bare expression statement that does nothing: a constant (a docstring, ``...``), or an
+    f-string of constants only (``f"x"``, a disguise that a constant in its place would not be)."""
+    return isinstance(value, ast.Constant) or (
+        isinstance(value, ast.JoinedStr) and all(isinstance(v, ast.Constant) for v in value.values))
 
 
 def _normalise_function(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
@@ -214,6 +222,9 @@ def _normalise_function(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
             sites.append((node, "name"))
         elif isinstance(node, (ast.Global, ast.Nonlocal)):
             declared.update(node.names)
+        elif isinstance(node, ast.Call) and all(k.arg is not None for k in node.keywords):
+            # Keyword arguments in any order are one call (before renaming, which follows the order)
+            node.keywords.sort(key=lambda k: k.arg)
         stack.extend(reversed(list(ast.iter_child_nodes(node))))
     local -= declared
     mapping: dict[str, str] = {}
@@ -466,25 +477,11 @@ def _compare(ex_id: str, entries: list[Entry], known: list[tuple[Known, Entry]],
                                 float(min(overlap[i, j] for i in members)), known[j - n][0],
                                 [open_[i][1:] for i in members]))
     taken = {i for members in near.values() for i in members}
-    # The rest: groups of buckets linked by overlaps >= SIMILAR.
-    # Groups, not pairs, so that ten students sharing one source are one finding, not 45.
-    parent = list(range(n))
-
-    def root(i: int) -> int:
-        while parent[i] != i:
-            parent[i] = parent[parent[i]]
-            i = parent[i]
-        return i
-
+    # The rest: groups of buckets that are similar two by two. Groups, not pairs, so that ten
+    # students sharing one source are one finding, not 45.
     free = [i for i in range(n) if i not in taken]
-    if free:
-        sub = overlap[np.ix_(free, free)]
-        for a, b in zip(*np.nonzero(np.triu(sub >= SIMILAR, k=1))):
-            parent[root(free[a])] = root(free[b])
-    groups: dict[int, list[int]] = {}
-    for i in free:
-        groups.setdefault(root(i), []).append(i)
-    for members in groups.values():
+    groups = [[free[i] for i in g] for g in similar_groups(overlap[np.ix_(free, free)], SIMILAR)] if free else []
+    for members in groups:
         if len(members) > 1 and len({e.student for i in members for e in open_[i]}) >= 2:
             members.sort(key=lambda i: -len(open_[i]))
             score = min(overlap[a, b] for a in members for b in members if a != b and overlap[a, b] >= SIMILAR)
@@ -493,6 +490,30 @@ def _compare(ex_id: str, entries: list[Entry], known: list[tuple[Known, Entry]],
     order = {PUBLISHED: 0, IDENTICAL: 1, NEAR_PUBLISHED: 2, SIMILAR_KIND: 3}
     findings.sort(key=lambda f: (order[f.kind], -f.score, -len(f.entries), f.entries[0].student))
     return findings
+
+
+def similar_groups(overlap: np.ndarray, threshold: float) -> list[list[int]]:
+    """Groups of indices whose every two members overlap by ``threshold`` or more (complete
+    linkage: the closest pairs first, two groups joined only when all their cross pairs are
+    similar). Linking by chains instead (A like B, B like C) grouped A with C however little they
+    share, so one submission made of two others' code put two innocent students in one finding."""
+    a, b = np.nonzero(np.triu(overlap >= threshold, k=1))
+    pairs = sorted(zip(a.tolist(), b.tolist()), key=lambda p: (-overlap[p[0], p[1]], p[0], p[1]))
+    group_of: dict[int, list[int]] = {i: [i] for i in range(len(overlap))}
+    for i, j in pairs:
+        gi, gj = group_of[i], group_of[j]
+        if gi is gj or overlap[np.ix_(gi, gj)].min() < threshold:
+            continue
+        gi.extend(gj)
+        for k in gj:
+            group_of[k] = gi
+    seen: set[int] = set()
+    groups = []
+    for g in group_of.values():
+        if id(g) not in seen:
+            seen.add(id(g))
+            groups.append(sorted(g))
+    return groups
 
 
 def _jaccard(sets: list[frozenset], chunk: int = 20_000) -> np.ndarray:

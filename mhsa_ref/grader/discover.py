@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import os
 import stat
+import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -106,7 +107,10 @@ def scan(paths: list[str | Path], root: str | Path | None = None) -> Discovery:
                                                      "or give --root)"))
         elif os.path.isdir(arg):  # a folder, or the instructor's own link to one
             top = Path(os.path.realpath(arg))
+            first = len(found.submissions)
             _walk(top, arg, lambda p, r=root or top: add(p, r), found.skipped)
+            if root is None:
+                _flag_student_folder(found.submissions, first)
         elif stat.S_ISREG(info.st_mode):
             add(arg, root or files_root)
         else:
@@ -146,8 +150,29 @@ def suggested_chapter(sub: Submission) -> str | None:
         return None
 
 
+ONE_STUDENTS_FOLDER = ("its file name, which names a chapter: the folder given looks like one student's, not "
+                       "a class (give the class with --root)")
+
+
+def _flag_student_folder(submissions: list[Submission], first: int) -> None:
+    """``mhsa-grade class/alice`` made alice's notebooks students named "01_attention_numpy":
+    a folder argument whose notebooks, directly in it, are named after chapters is said to be
+    one student's, which the results, summary.md and the exit code (1) tell the instructor."""
+    for i in range(first, len(submissions)):
+        sub = submissions[i]
+        if "/" not in sub.key and chapter_in_name(sub.key) is not None:
+            submissions[i] = Submission(sub.path, sub.student, sub.key, ONE_STUDENTS_FOLDER, sub.root)
+
+
 def identify(rel: Path) -> tuple[str, str]:
-    """The student of a notebook at ``rel`` (relative to the class root), and how it was read."""
+    """The student of a notebook at ``rel`` (relative to the class root), and how it was read.
+    The id is in Unicode's composed form (NFC): macOS writes "é" as "e" and a combining accent,
+    a spreadsheet or Linux as one character, and both are one student (and one overrides row)."""
+    student, how = _identify(rel)
+    return unicodedata.normalize("NFC", student), how
+
+
+def _identify(rel: Path) -> tuple[str, str]:
     parts = rel.parts
     if len(parts) == 1:
         name = COPY_PREFIX.sub("", rel.stem).strip() or rel.stem

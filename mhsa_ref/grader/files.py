@@ -24,9 +24,10 @@ class NotReadable(OSError):
 
 def shown(path: object) -> str:
     """A path or name as text every output can hold: bytes that are not UTF-8 (Python keeps them
-    as lone surrogates, which no encoder accepts) become U+FFFD. For display only; the grader
-    opens the path itself."""
-    return os.fsencode(str(path)).decode("utf-8", "replace")
+    as lone surrogates, which no encoder accepts) become escapes such as ``\\xff``: distinct
+    bytes stay distinct, so two students' undecodable folders never read as one student. For
+    display and identity only; the grader opens the path itself."""
+    return os.fsencode(str(path)).decode("utf-8", "backslashreplace")
 
 
 def kind_of(mode: int) -> str:

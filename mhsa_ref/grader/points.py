@@ -31,7 +31,9 @@ import argparse
 import csv
 import io
 import math
+import re
 import sys
+import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -96,7 +98,12 @@ def _number(text: str, where: str, what: str) -> float:
         raise ConfigError(f"{where}: {what} {text!r} is not a number") from None
     if not math.isfinite(value):
         raise ConfigError(f"{where}: {what} {text!r} is not a finite number")
+    if not _DECIMAL.fullmatch(text):  # float() also reads "1_0" (10) and other scripts' digits
+        raise ConfigError(f"{where}: {what} {text!r} is not a number (write it like 2 or 1.5)")
     return value
+
+
+_DECIMAL = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
 
 
 def _rows(path: Path, header: list[str], optional: list[str] = ()) -> tuple[list[str], list[tuple[int, dict]]]:
@@ -106,9 +113,7 @@ def _rows(path: Path, header: list[str], optional: list[str] = ()) -> tuple[list
         text = Path(path).read_text(encoding="utf-8-sig")  # a spreadsheet's export may start with a BOM
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{path}: cannot read it: {exc}") from None
-    # (a spreadsheet saves a comment line quoted, and pads short rows with empty cells)
-    lines = ["" if line.lstrip().lstrip('"').startswith("#") else line for line in text.splitlines()]
-    reader = csv.reader(io.StringIO("\n".join(lines)))
+    reader = csv.reader(io.StringIO("\n".join(_without_comments(text))))
     columns: list[str] | None = None
     rows = []
     for row in reader:
@@ -134,6 +139,21 @@ def _rows(path: Path, header: list[str], optional: list[str] = ()) -> tuple[list
     if columns is None:
         raise ConfigError(f"{path}: empty; the first line must be the header {','.join(header)}")
     return columns, rows
+
+
+def _without_comments(text: str) -> list[str]:
+    """``text``'s lines with comment lines blanked (kept, so line numbers stay right). A line is a
+    comment only where a record starts: inside a quoted cell (an override's comment of several
+    lines) a line starting with ``#`` is that cell's text, never dropped."""
+    lines, quoted = [], False
+    for line in text.splitlines():
+        # (a spreadsheet saves a comment line quoted, and pads short rows with empty cells)
+        if not quoted and line.lstrip().lstrip('"').startswith("#"):
+            lines.append("")
+            continue
+        lines.append(line)
+        quoted ^= line.count('"') % 2 == 1  # "" inside a quoted cell is an escaped quote: even
+    return lines
 
 
 def _exercise(ex_id: str, where: str) -> Exercise:
@@ -240,6 +260,7 @@ def load_overrides(path: str | Path) -> Overrides:
             raise ConfigError(f"{where}: the student is empty")
         ex = _exercise(row["exercise"], where)
         score = _number(row["score"], where, "score")
+        row["student"] = unicodedata.normalize("NFC", row["student"])  # as the grader reads ids
         key = (row["student"], ex.id)
         if key in seen:
             raise ConfigError(f"{where}: {row['student']!r} already has an override for {ex.id} "

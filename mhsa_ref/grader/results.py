@@ -77,6 +77,9 @@ class BatchResults:
     overrides_file: str | None = None
     override_warnings: list[str] = field(default_factory=list)  # overrides not applied, or clamped
     grader_failures: list[dict] = field(default_factory=list)  # {"path", "student", "error"}: not results
+    # Ids that differ only in case or Unicode form ("Alice", "alice"): distinct here, but one user
+    # to an LMS that matches logins without case, whose import would keep only one of the rows.
+    ids_alike: list[list[str]] = field(default_factory=list)
 
     def to_json(self) -> dict:
         """The whole ``results.json``."""
@@ -85,7 +88,7 @@ class BatchResults:
                 "skipped": list(self.skipped), "claimed_twice": list(self.claimed_twice),
                 "points_file": self.points_file, "overrides_file": self.overrides_file,
                 "override_warnings": list(self.override_warnings),
-                "grader_failures": list(self.grader_failures)}
+                "grader_failures": list(self.grader_failures), "ids_alike": [list(g) for g in self.ids_alike]}
 
 
 def results_document(results: list[SubmissionResult], seed: int) -> dict:

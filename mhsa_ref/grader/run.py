@@ -58,7 +58,8 @@ class RunReport:
 
 def run_submission(code: str, filename: str, exercises: list[Exercise], cases: list[list],
                    limits: Limits = Limits()) -> RunReport:
-    """Run ``code`` on every case of every exercise; never raises for anything the code does."""
+    """Run ``code`` on every case of every exercise; never raises for anything the code does
+    (``SandboxFailed``: a sandbox failed before any of it ran)."""
     t0 = time.perf_counter()
     blobs: list[bytes] = []
     specs = [
@@ -181,6 +182,11 @@ def _kill_uid(uid: int) -> None:
     os.waitpid(pid, 0)
 
 
+class SandboxFailed(RuntimeError):
+    """The sandbox failed before any submitted code ran ("ready" comes before it): the grader's
+    failure, never the student's result (the batch reports it and ``--resume`` grades again)."""
+
+
 def _one_process(code, filename, specs, blobs, cases, start, stop, limits, report, packages) -> int:
     """Run exercises ``start`` to ``stop`` in one sandbox; return where the next sandbox should begin."""
     nonce = secrets.token_hex(16)
@@ -222,10 +228,14 @@ def _one_process(code, filename, specs, blobs, cases, start, stop, limits, repor
             try:
                 frame = frames.get(timeout=max(0.0, deadline - time.monotonic()))
             except queue.Empty:
+                if phase == "boot":
+                    raise SandboxFailed(f"the sandbox did not start within {limits.timeout_s + 5:g} s") from None
                 return stop(TIMEOUT, f"loading your definitions did not finish within {limits.timeout_s:g} s",
                             f"did not finish within {limits.timeout_s:g} s")
             if frame[0] == "end":  # the process ended, or closed the channel, before finishing
                 detail = _exit_detail(box)
+                if phase == "boot":
+                    raise SandboxFailed(f"the sandbox ended before it started ({detail})")
                 return stop(ERROR, f"could not be graded: the process ended outside any exercise ({detail}), "
                                    "e.g. while loading",
                             f"could not be graded: the process ended during this exercise ({detail})")
@@ -240,9 +250,7 @@ def _one_process(code, filename, specs, blobs, cases, start, stop, limits, repor
                 report.start_seconds += time.perf_counter() - t_spawn
                 phase = "loading"
             elif t == "fatal" and phase == "boot":
-                _fail_from(report, start, ERROR, end=n, message=
-                           f"could not be graded: the sandbox could not start: {str(header.get('error'))[:300]}")
-                return n
+                raise SandboxFailed(f"the sandbox could not start: {str(header.get('error'))[:300]}")
             elif t == "loaded" and phase == "loading":
                 report.load_problems = [str(p)[:500] for p in header.get("problems", [])][:50]
                 phase = "exercises"

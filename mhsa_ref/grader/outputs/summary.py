@@ -124,6 +124,11 @@ def _batch_sections(results: list[SubmissionResult], batch: BatchResults | None)
             lines.append(f"- {md_code(claim['student'])}, chapter {claim['chapter']}: "
                          + ", ".join(f"{md_code(p)} ({md_code(names[p])})" if p in names else md_code(p)
                                      for p in claim["paths"]))
+    if batch is not None and batch.ids_alike:
+        lines += ["", "## Student ids that differ only in case or Unicode form", "",
+                  "Graded as different students; an LMS that matches logins without case would read them as "
+                  "one and keep only one row. Rename the folders if they are one student.", ""]
+        lines += ["- " + ", ".join(md_code(i) for i in group) for group in batch.ids_alike]
     if batch is not None and batch.skipped:
         lines += ["", "## Paths not graded", ""]
         lines += [f"- {md_code(s['path'])}: {md_code(s['reason'])}" for s in batch.skipped[:MAX_LISTED]]
@@ -222,7 +227,7 @@ def summary_figure(t: Tally, counts: Counter, n_students: int):
 def _score_panel(ax, t: Tally) -> None:
     """One row per chapter: a dot per distinct score, as large as the students on it, with their
     count; the median marked. Scores are in % of the chapter's maximum, so chapters compare."""
-    labels = []
+    labels, medians = [], 0
     for y, c in enumerate(t.chapters):
         labels.append(f"{c.chapter} (of {number(c.maximum)})\n{c.students} student{'s' if c.students != 1 else ''}")
         pct = Counter(100.0 * v / c.maximum if c.maximum > 0 else 0.0 for v in c.scores.values())
@@ -232,8 +237,10 @@ def _score_panel(ax, t: Tally) -> None:
             ax.annotate(str(k), (x, y), xytext=(0, 11), textcoords="offset points", ha="center", fontsize=8,
                         bbox={"boxstyle": "round,pad=0.1", "facecolor": "white", "edgecolor": "none"}, zorder=5)
         if c.median is not None and c.maximum > 0:
+            # (the first median drawn carries the legend's label: the first chapter may have none)
             ax.plot([100.0 * c.median / c.maximum] * 2, [y - 0.25, y + 0.25], color="#D55E00", lw=2, zorder=2,
-                    label="median" if y == 0 else None)
+                    label=None if medians else "median")
+            medians += 1
     ax.set_yticks(range(len(labels)), labels)
     ax.set_ylim(-0.6, max(0.6, len(labels) - 0.4))
     ax.set_xlim(-5, 105)
@@ -241,7 +248,7 @@ def _score_panel(ax, t: Tally) -> None:
     ax.set_ylabel("chapter (maximum points)")
     ax.set_title("Score distribution per chapter")
     ax.grid(axis="x", alpha=0.3)
-    if t.chapters:
+    if medians:  # (a legend with nothing to label warns on the instructor's terminal)
         ax.legend(loc="lower right", fontsize=8)
 
 
@@ -262,7 +269,8 @@ def _status_panel(ax, t: Tally) -> None:
     ax.set_xlabel("exercise results (count, over every notebook; ungradable: whole notebooks)")
     ax.set_ylabel("chapter")
     ax.set_title("Statuses per chapter")
-    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, title="status", title_fontsize=8)
+    if any(left):  # (nothing drawn: no legend, which would only warn)
+        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, title="status", title_fontsize=8)
     ax.set_xlim(0, max(left, default=0) * 1.02 + 1)
 
 
