@@ -28,6 +28,8 @@ CATALOG = {
     "05.MultiHeadSelfAttention": "class MultiHeadSelfAttention(nn.Module): __init__(d_model, num_heads, "
                                  "bias=True, dropout=0.0); forward(x, mask=None)",
     "05.from_torch_mha": "from_torch_mha(mha)",
+    "05.FusedQKVSelfAttention": "class FusedQKVSelfAttention(nn.Module): __init__(d_model, num_heads, "
+                                "bias=True); forward(x, mask=None)",
     "06.layer_norm": "layer_norm(x, gamma, beta, eps=1e-5)",
     "06.layer_norm_backward": "layer_norm_backward(x, gamma, grad_out, eps=1e-5)",
     "06.TransformerBlock": "class TransformerBlock(nn.Module): __init__(d_model, num_heads, d_ff, "
