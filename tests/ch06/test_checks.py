@@ -178,3 +178,17 @@ def test_block_cases_have_both_placements_masks_and_spread_activations():
     pre = torch.cat([s.flatten() for s in seen])
     assert pre.min() < -2.5 and pre.max() > 2.5
     assert ((pre > -1) & (pre < 1)).any()
+
+
+# The statements say what to compute; how is in collapsed hints (issue 16, item 9).
+@pytest.mark.parametrize("exercise_id, giveaway", [
+    ("06.layer_norm", "keepdims=True"),
+    ("06.layer_norm_backward", "z_i z_j"),
+    ("06.layer_norm_backward", "z_j / d"),
+])
+def test_statement_keeps_the_how_in_its_hints(exercise_id, giveaway):
+    from tests.exercise_statements import hints, statement, visible
+
+    text = statement("06", exercise_id)
+    assert giveaway not in visible(text), f"{exercise_id}'s statement gives away {giveaway!r}"
+    assert hints(text) and "<details>" not in text
