@@ -312,6 +312,26 @@ def _ln_backward_orthogonal(case: Case, outputs: tuple) -> str | None:
     return None
 
 
+def _ln_backward_along_x(case: Case, outputs: tuple) -> str | None:
+    # Scaling a vector changes its layer norm only through eps, so the gradient's component along
+    # z = (x - mean) / s is fixed: sum_j dx_j z_j = d * mean(g z) * eps / ((var + eps) * s).
+    x, gamma, grad_out, eps = case.args
+    dx = outputs[0]
+    if dx is None or dx.shape != x.shape:
+        return None
+    var = x.var(axis=-1, keepdims=True)
+    s = np.sqrt(var + eps)
+    z = (x - x.mean(axis=-1, keepdims=True)) / s
+    g = grad_out * gamma
+    want = x.shape[-1] * (g * z).mean(axis=-1) * eps / ((var + eps) * s)[..., 0]
+    got = (dx * z).sum(axis=-1)
+    if not np.allclose(got, want, rtol=1e-6, atol=1e-8 * max(1.0, np.abs(dx).max())):
+        return ("your gradient's component along x - mean is wrong: stretching a vector changes "
+                "its layer norm only through eps, so that component is almost 0. Look at the sign "
+                "and the factor of the path through the variance.")
+    return None
+
+
 LAYER_NORM_BACKWARD = Exercise(
     id="06.layer_norm_backward",
     name="layer_norm_backward",
@@ -320,7 +340,8 @@ LAYER_NORM_BACKWARD = Exercise(
     reference=ref.layer_norm_backward,
     make_cases=_ln_backward_cases,
     outputs=("grad_x",),
-    properties=(Property("each row of the gradient sums to 0", _ln_backward_orthogonal),),
+    properties=(Property("each row of the gradient sums to 0", _ln_backward_orthogonal),
+                Property("the component along x - mean is what eps allows", _ln_backward_along_x)),
     misconceptions=(
         Misconception(
             "ln-backward-statistics-constant",
