@@ -503,6 +503,24 @@ class FusedEveryThird(_Fused):
         return self.W_o(out.transpose(1, 2).reshape(B, L, d))
 
 
+class FusedNaNRows(_Fused):
+    """Explicit softmax with -inf and nothing done for a query with no allowed key."""
+
+    fill = -math.inf
+
+    def forward(self, x, mask=None):
+        B, L, d = x.shape
+        q, k, v = self.qkv(x).view(B, L, 3, self.h, self.dh).permute(2, 0, 3, 1, 4)
+        s = q @ k.transpose(-1, -2) / math.sqrt(self.dh)
+        if mask is not None:
+            s = s.masked_fill(~mask, self.fill)
+        return self.W_o((s.softmax(-1) @ v).transpose(1, 2).reshape(B, L, d))
+
+
+class FusedUniformRows(FusedNaNRows):
+    fill = -1e9
+
+
 class FusedScaleDModel(FusedChunk):
     def _attend(self, q, k, v, mask, scale):
         return super()._attend(q, k, v, mask, 1 / math.sqrt(self.h * self.dh))
@@ -512,6 +530,8 @@ WRONG_FUSED = [
     ("fused-qkv-heads-outermost", FusedPerHeadTriples),
     ("fused-qkv-interleaved", FusedEveryThird),
     ("mha-scale-by-sqrt-d-model", FusedScaleDModel),
+    ("mha-nan-fully-masked-rows", FusedNaNRows),
+    ("mha-masked-rows-uniform", FusedUniformRows),
 ]
 
 

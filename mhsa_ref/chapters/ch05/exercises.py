@@ -267,11 +267,14 @@ def _fused_cases(rng: np.random.Generator) -> list[Case]:
         init = {"d_model": d, "num_heads": h, "bias": bias}
         return module_case(name, rng, init, _fused_state(rng, d, bias), (B, L, d), mask)
 
+    nothing = _causal(4)[None, None].repeat(2, axis=0)
+    nothing[1, 0, 2] = False  # query 2 of the second sequence may attend to nothing
     cases = [
         case("d_model=8, 2 heads, no mask", 8, 2, 2, 5),
         case("d_model=12, 3 heads, causal mask (L, L)", 12, 3, 2, 6, mask=_causal(6)),
         case("d_model=16, 4 heads, bias=False", 16, 4, 1, 3, bias=False),
         case("one head, d_model=6", 6, 1, 2, 4),
+        case("a query that may attend to nothing (B, 1, L, L)", 8, 2, 2, 4, mask=nothing),
     ]
     for i in range(2):
         h = int(rng.choice([1, 2, 4]))
@@ -309,6 +312,20 @@ FUSED_QKV = Exercise(
             "You scale the scores by 1/sqrt(d_model). Each head's queries and keys have width "
             "d_h = d_model / num_heads, so the scale is 1/sqrt(d_h).",
             (deferred(f"{MISTAKES}:FusedScaleSqrtDModel"),),
+        ),
+        Misconception(
+            "mha-nan-fully-masked-rows",
+            "A query whose keys are all masked comes out as NaN: its scores are all -inf and the "
+            "softmax computes 0 / 0. Such a query attends to nothing, as in your "
+            "MultiHeadSelfAttention: set its attention output to 0.",
+            (deferred(f"{MISTAKES}:FusedEmptyRowsNaN"),),
+        ),
+        Misconception(
+            "mha-masked-rows-uniform",
+            "A query whose keys are all masked gets uniform weights: with a large negative fill "
+            "(like -1e9) every blocked score is equal and the softmax spreads evenly. Such a "
+            "query attends to nothing: its attention output must be 0.",
+            (deferred(f"{MISTAKES}:FusedEmptyRowsUniform"),),
         ),
     ),
     forbidden=(

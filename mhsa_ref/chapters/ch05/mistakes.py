@@ -190,3 +190,11 @@ class FusedScaleSqrtDModel(FusedQKVSelfAttention):
     def _project(self, x):
         q, k, v = super()._project(x)
         return q * math.sqrt(self.d_head / self.d_model), k, v
+
+
+class FusedEmptyRowsNaN(FusedQKVSelfAttention, EmptyRowsNaN):
+    """The fused projection, and rows with no allowed key left as 0/0 = NaN."""
+
+
+class FusedEmptyRowsUniform(FusedQKVSelfAttention, EmptyRowsUniform):
+    """The fused projection, and rows with no allowed key spread evenly (a -1e9 fill)."""
