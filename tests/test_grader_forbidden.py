@@ -552,6 +552,23 @@ def test_ch08_softmax_backward_has_no_torch(tmp_path: Path, name: str) -> None:
     assert "name '_T' is not defined" in result["feedback"], result  # no import there, no crash
 
 
+
+# Chapter 06's stretch exercise asks for a derivation: autograd through PyTorch's layer norm would
+# skip it. Its sandbox holds no PyTorch (like 08.softmax_backward's), though the chapter needs it.
+CH06_LN_BACKWARD = CH08_SOFTMAX_BACKWARD.replace(
+    "def softmax_backward(p, grad):", "def layer_norm_backward(x, gamma, grad_out, eps=1e-5):")
+
+
+def test_ch06_layer_norm_backward_by_autograd_earns_nothing(tmp_path: Path) -> None:
+    body = ("xt = _T.from_numpy(np.array(x)).requires_grad_()\n"
+            "    _T.nn.functional.layer_norm(xt, (x.shape[-1],), _T.from_numpy(np.array(gamma)), None, eps)"
+            ".backward(_T.from_numpy(np.array(grad_out)))\n"
+            "    return xt.grad.numpy()")
+    cells = [CH06_LN_BACKWARD.replace("@@BODY@@", body)]
+    result = _grade(tmp_path, "autograd", cells, "06")["06.layer_norm_backward"]
+    _refused(result, forbidden_expected=False)
+    assert "name '_T' is not defined" in result["feedback"], result
+
 # Known holes, kept as tests that fail until they are closed (strict: closing one must update
 # it). The measurements run in the learner's process, and the harness that calls the learner's
 # function is one frame up: its globals are a learner's to rewrite. Closing this needs the

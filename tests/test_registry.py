@@ -24,10 +24,14 @@ CATALOG = {
     "04.split_heads": "split_heads(X, num_heads)",
     "04.merge_heads": "merge_heads(X)",
     "04.multi_head_attention": "multi_head_attention(X, W_q, W_k, W_v, W_o, num_heads, mask=None)",
+    "04.head_contributions": "head_contributions(X, W_q, W_k, W_v, W_o, num_heads, mask=None)",
     "05.MultiHeadSelfAttention": "class MultiHeadSelfAttention(nn.Module): __init__(d_model, num_heads, "
                                  "bias=True, dropout=0.0); forward(x, mask=None)",
     "05.from_torch_mha": "from_torch_mha(mha)",
+    "05.FusedQKVSelfAttention": "class FusedQKVSelfAttention(nn.Module): __init__(d_model, num_heads, "
+                                "bias=True); forward(x, mask=None)",
     "06.layer_norm": "layer_norm(x, gamma, beta, eps=1e-5)",
+    "06.layer_norm_backward": "layer_norm_backward(x, gamma, grad_out, eps=1e-5)",
     "06.TransformerBlock": "class TransformerBlock(nn.Module): __init__(d_model, num_heads, d_ff, "
                            "dropout=0.0, norm_first=True); forward(x, mask=None)",
     "06.sinusoidal_positions": "sinusoidal_positions(L, d)",

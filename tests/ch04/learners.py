@@ -17,6 +17,7 @@ import numpy as np
 SPLIT = "04.split_heads"
 MERGE = "04.merge_heads"
 MHA = "04.multi_head_attention"
+CONTRIB = "04.head_contributions"
 
 
 # ============================================================================================
@@ -295,6 +296,105 @@ def merge_into_the_callers_buffer(X):
     return flat.reshape(B, L, h * d_h)
 
 
+# ============================================================================================
+# Learner-style head_contributions (the stretch exercise)
+# ============================================================================================
+
+
+def contrib_masked_concat(X, W_q, W_k, W_v, W_o, num_heads, mask=None):
+    """Keep one head in the concatenation, zero the others, project with the whole W_o."""
+    B, L, d = X.shape
+    d_h = d // num_heads
+    m = None if mask is None else np.broadcast_to(mask, (B, num_heads, L, L))
+    heads = []
+    for i in range(num_heads):
+        cols = slice(i * d_h, (i + 1) * d_h)
+        o, _ = _attend(X @ W_q[:, cols], X @ W_k[:, cols], X @ W_v[:, cols],
+                       None if m is None else m[:, i], math.sqrt(d_h))
+        heads.append(o)
+    out = []
+    for i in range(num_heads):
+        only_i = np.zeros((B, L, d))
+        only_i[..., i * d_h:(i + 1) * d_h] = heads[i]
+        out.append(only_i @ W_o)
+    return np.stack(out, axis=1)
+
+
+def contrib_einsum(X, W_q, W_k, W_v, W_o, num_heads, mask=None):
+    """Heads as einsums over (d, h, d_h) weight tensors; W_o's rows cut into h blocks."""
+    B, L, d = X.shape
+    h = num_heads
+    d_h = d // h
+    Q, K, V = (np.einsum("bld,dhe->bhle", X, W.reshape(d, h, d_h)) for W in (W_q, W_k, W_v))
+    heads, _ = _attend(Q, K, V, mask, np.sqrt(d_h))
+    return np.einsum("bhle,hef->bhlf", heads, W_o.reshape(h, d_h, d))
+
+
+CORRECT_CONTRIB = [contrib_masked_concat, contrib_einsum]
+
+
+def contrib_split_evenly(X, W_q, W_k, W_v, W_o, num_heads, mask=None):
+    """The output divided into equal shares: sums right, says nothing about the heads."""
+    out, _ = mha_loop_over_heads(X, W_q, W_k, W_v, W_o, num_heads, mask)
+    return np.stack([out / num_heads] * num_heads, axis=1)
+
+
+def _contrib_with_rows(X, W_q, W_k, W_v, W_o, num_heads, mask, rows_of):
+    B, L, d = X.shape
+    h = num_heads
+    d_h = d // h
+    Q, K, V = (np.einsum("bld,dhe->bhle", X, W.reshape(d, h, d_h)) for W in (W_q, W_k, W_v))
+    heads, _ = _attend(Q, K, V, mask, np.sqrt(d_h))
+    return np.stack([heads[:, i] @ W_o[rows_of(i, h, d_h)] for i in range(h)], axis=1)
+
+
+def contrib_strided_rows(X, W_q, W_k, W_v, W_o, num_heads, mask=None):
+    """Head i gets rows i, i + h, i + 2h, ... of W_o."""
+    return _contrib_with_rows(X, W_q, W_k, W_v, W_o, num_heads, mask,
+                              lambda i, h, d_h: np.arange(i, h * d_h, h))
+
+
+def contrib_reversed_rows(X, W_q, W_k, W_v, W_o, num_heads, mask=None):
+    """Head i meets the last-but-i block of W_o's rows."""
+    return _contrib_with_rows(X, W_q, W_k, W_v, W_o, num_heads, mask,
+                              lambda i, h, d_h: np.arange((h - 1 - i) * d_h, (h - i) * d_h))
+
+
+def contrib_disjoint_inputs(X, W_q, W_k, W_v, W_o, num_heads, mask=None):
+    """Head i works on input channels i*d_h:(i+1)*d_h only (the seeds' picture)."""
+    B, L, d = X.shape
+    d_h = d // num_heads
+    m = None if mask is None else np.broadcast_to(mask, (B, num_heads, L, L))
+    out = []
+    for i in range(num_heads):
+        c = slice(i * d_h, (i + 1) * d_h)
+        x = X[:, :, c]
+        o, _ = _attend(x @ W_q[c, c], x @ W_k[c, c], x @ W_v[c, c],
+                       None if m is None else m[:, i], math.sqrt(d_h))
+        out.append(o @ W_o[c])
+    return np.stack(out, axis=1)
+
+
+def contrib_scale_d_model(X, W_q, W_k, W_v, W_o, num_heads, mask=None):
+    B, L, d = X.shape
+    h = num_heads
+    d_h = d // h
+    Q, K, V = (np.einsum("bld,dhe->bhle", X, W.reshape(d, h, d_h)) for W in (W_q, W_k, W_v))
+    heads, _ = _attend(Q, K, V, mask, np.sqrt(d))
+    return np.einsum("bhle,hef->bhlf", heads, W_o.reshape(h, d_h, d))
+
+
+def contrib_float32(*args, **kwargs):
+    return contrib_einsum(*args, **kwargs).astype(np.float32)
+
+
+def contrib_in_place(X, W_q, W_k, W_v, W_o, num_heads, mask=None):
+    """Right answer, but scales the caller's W_k so the scores need no division."""
+    d_h = X.shape[-1] // num_heads
+    W_k /= math.sqrt(d_h)
+    return contrib_einsum(X, W_q, W_k * math.sqrt(d_h), W_v, W_o, num_heads, mask)
+
+
 WRONG = [
     (SPLIT, "split-reshape-without-transpose", split_plain_reshape),
     (SPLIT, "heads-interleaved", split_strided),
@@ -317,6 +417,13 @@ WRONG = [
     (MHA, "heads-concatenated-reversed", mha_reversed_heads),
     (MHA, "float32-output", mha_float32),
     (MHA, "input-modified-in-place", mha_in_place),
+    (CONTRIB, "contrib-equal-shares", contrib_split_evenly),
+    (CONTRIB, "contrib-w-o-rows-interleaved", contrib_strided_rows),
+    (CONTRIB, "contrib-w-o-rows-reversed", contrib_reversed_rows),
+    (CONTRIB, "heads-read-input-slices", contrib_disjoint_inputs),
+    (CONTRIB, "mha-scale-by-sqrt-d-model", contrib_scale_d_model),
+    (CONTRIB, "float32-output", contrib_float32),
+    (CONTRIB, "input-modified-in-place", contrib_in_place),
 ]
 
-CORRECT = {SPLIT: CORRECT_SPLIT, MERGE: CORRECT_MERGE, MHA: CORRECT_MHA}
+CORRECT = {SPLIT: CORRECT_SPLIT, MERGE: CORRECT_MERGE, MHA: CORRECT_MHA, CONTRIB: CORRECT_CONTRIB}

@@ -141,3 +141,20 @@ def test_reference_uses_exactly_four_d_by_d_matrices():
     for h in (1, 2, 3, 4, 6, 12):
         out, w = ref.multi_head_attention(X, W, W, W, W, h)
         assert out.shape == (1, 3, 12) and w.shape == (1, h, 3, 3)
+
+
+# The statements say what to compute; how is in collapsed hints (issue 16, item 9: before, the
+# split_heads statement dictated the reshape and the transpose, merge_heads' its order).
+@pytest.mark.parametrize("exercise_id, giveaway", [
+    ("04.split_heads", "transpose(0, 2, 1, 3)"),
+    ("04.split_heads", "(B, L, num_heads, d_h)"),
+    ("04.merge_heads", "Transpose to"),
+    ("04.head_contributions", "W_o.reshape"),
+    ("04.head_contributions", "rows i*d_h"),
+])
+def test_statement_keeps_the_how_in_its_hints(exercise_id, giveaway):
+    from tests.exercise_statements import hints, statement, visible
+
+    text = statement("04", exercise_id)
+    assert giveaway not in visible(text), f"{exercise_id}'s statement gives away {giveaway!r}"
+    assert hints(text) and "<details>" not in text

@@ -21,7 +21,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mhsa_ref.chapters.ch01.reference import scaled_dot_product_attention
-from mhsa_ref.chapters.ch04.reference import merge_heads, multi_head_attention, split_heads
+from mhsa_ref.chapters.ch04.reference import head_contributions, merge_heads, multi_head_attention, split_heads
 
 RTOL = 1e-10
 ATOL = 1e-12
@@ -223,3 +223,55 @@ def test_multi_head_attention_errors():
         multi_head_attention(X, W, W, W, W, 2, mask=np.ones((4, 4), dtype=bool))
     with pytest.raises(TypeError, match="mask must be a boolean array"):
         multi_head_attention(X, W, W, W, W, 2, mask=np.ones((3, 3)))
+
+
+# ---------------------------------------------------------------------------------------------
+# head_contributions (the stretch exercise): each head's term, checked against torch's own layer
+# with every other head's block of W_o's rows set to zero.
+
+
+def test_head_contributions_are_torch_mha_with_one_head_kept():
+    rng = np.random.default_rng(11)
+    B, L, d, h = 2, 5, 12, 3
+    X = rng.normal(size=(B, L, d))
+    W_q, W_k, W_v, W_o = _weights(rng, d)
+    mask = rng.random((B, 1, L, L)) < 0.7
+    contrib = head_contributions(X, W_q, W_k, W_v, W_o, h, mask)
+    assert contrib.shape == (B, h, L, d)
+    d_h = d // h
+    for i in range(h):
+        W_i = np.zeros_like(W_o)
+        W_i[i * d_h:(i + 1) * d_h] = W_o[i * d_h:(i + 1) * d_h]
+        want, _ = torch_mha(X, W_q, W_k, W_v, W_i, h, mask)
+        np.testing.assert_allclose(contrib[:, i], want, rtol=RTOL, atol=ATOL)
+
+
+@settings(max_examples=30, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), B=st.integers(1, 3), L=st.integers(1, 6),
+       h=st.sampled_from([1, 2, 3, 4]), d_h=st.integers(1, 4), masked=st.booleans())
+def test_property_head_contributions_sum_to_the_layer_and_leave_inputs_alone(seed, B, L, h, d_h, masked):
+    rng = np.random.default_rng(seed)
+    d = h * d_h
+    X = rng.normal(size=(B, L, d))
+    Ws = _weights(rng, d)
+    mask = rng.random((B, h, L, L)) < 0.6 if masked else None
+    before = [a.copy() for a in (X, *Ws)]
+    contrib = head_contributions(X, *Ws, h, mask)
+    out, _ = multi_head_attention(X, *Ws, h, mask)
+    np.testing.assert_allclose(contrib.sum(axis=1), out, rtol=1e-9, atol=1e-12)
+    for a, b in zip((X, *Ws), before):
+        np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("change, match", [
+    (lambda a: {**a, "num_heads": 5}, "d_model=8 is not divisible by num_heads=5"),
+    (lambda a: {**a, "W_o": np.ones((8, 4))}, r"W_o must have shape \(d_model, d_model\)"),
+    (lambda a: {**a, "mask": np.ones((3, 3), dtype=bool)}, "mask of shape"),
+])
+def test_head_contributions_bad_input_names_the_argument(change, match):
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(2, 4, 8))
+    W_q, W_k, W_v, W_o = _weights(rng, 8)
+    args = dict(X=X, W_q=W_q, W_k=W_k, W_v=W_v, W_o=W_o, num_heads=2, mask=None)
+    with pytest.raises(ValueError, match=match):
+        head_contributions(**change(args))

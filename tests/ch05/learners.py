@@ -25,6 +25,7 @@ from torch import nn
 
 MHSA = "05.MultiHeadSelfAttention"
 CONVERT = "05.from_torch_mha"
+FUSED = "05.FusedQKVSelfAttention"
 
 
 # ============================================================================================
@@ -422,6 +423,119 @@ WRONG_CONVERT = [
 ]
 
 
-CORRECT = {MHSA: CORRECT_MHSA, CONVERT: CORRECT_CONVERT}
+# ============================================================================================
+# Learner-style FusedQKVSelfAttention (the stretch exercise)
+# ============================================================================================
 
-WRONG = [(MHSA, mid, c) for mid, c in WRONG_MHSA] + [(CONVERT, mid, f) for mid, f in WRONG_CONVERT]
+
+class _Fused(nn.Module):
+    """One (3d, d) projection and the output projection; subclasses write the forward."""
+
+    def __init__(self, d_model, num_heads, bias=True):
+        super().__init__()
+        self.h, self.dh = num_heads, d_model // num_heads
+        self.qkv = nn.Linear(d_model, 3 * d_model, bias=bias)
+        self.W_o = nn.Linear(d_model, d_model, bias=bias)
+
+    def _attend(self, q, k, v, mask, scale):
+        s = torch.einsum("bhqd,bhkd->bhqk", q, k) * scale
+        if mask is not None:
+            s = s.masked_fill(~mask, float("-inf"))
+        w = torch.softmax(s, dim=-1)
+        if mask is not None:
+            w = torch.nan_to_num(w, nan=0.0)
+        return w @ v
+
+
+class FusedChunk(_Fused):
+    """chunk into q, k, v, then split each into heads with view + transpose."""
+
+    def forward(self, x, mask=None):
+        B, L, d = x.shape
+        q, k, v = (t.view(B, L, self.h, self.dh).transpose(1, 2) for t in self.qkv(x).chunk(3, dim=-1))
+        out = self._attend(q, k, v, mask, self.dh ** -0.5)
+        return self.W_o(out.transpose(1, 2).reshape(B, L, d))
+
+
+class FusedSlices(_Fused):
+    """Index arithmetic: head i's query is columns i*d_h:(i+1)*d_h, its key d + that, its value 2d + that."""
+
+    def forward(self, x, mask=None):
+        B, L, d = x.shape
+        y = self.qkv(x)
+        heads = []
+        for i in range(self.h):
+            c = slice(i * self.dh, (i + 1) * self.dh)
+            q, k, v = y[..., c], y[..., d:][..., c], y[..., 2 * d:][..., c]
+            m = None if mask is None else torch.broadcast_to(mask, (B, self.h, L, L))[:, i]
+            s = q @ k.transpose(-1, -2) / math.sqrt(self.dh)
+            if m is not None:
+                s = s.masked_fill(~m, -math.inf)
+            w = torch.softmax(s, -1)
+            if m is not None:
+                w = w.masked_fill(~m.any(-1, keepdim=True), 0.0)
+            heads.append(w @ v)
+        return self.W_o(torch.cat(heads, dim=-1))
+
+
+CORRECT_FUSED = [FusedChunk, FusedSlices]
+
+
+class FusedPerHeadTriples(_Fused):
+    """Reads the 3d columns as h groups of (q, k, v)."""
+
+    def forward(self, x, mask=None):
+        B, L, d = x.shape
+        y = self.qkv(x).reshape(B, L, self.h, 3 * self.dh).transpose(1, 2)
+        q, k, v = y.split(self.dh, dim=-1)
+        out = self._attend(q, k, v, mask, 1 / math.sqrt(self.dh))
+        return self.W_o(out.transpose(1, 2).reshape(B, L, d))
+
+
+class FusedEveryThird(_Fused):
+    """q = columns 0, 3, 6, ...; k = 1, 4, 7, ...; v = 2, 5, 8, ..."""
+
+    def forward(self, x, mask=None):
+        B, L, d = x.shape
+        y = self.qkv(x)
+        q, k, v = (y[..., j::3].reshape(B, L, self.h, self.dh).transpose(1, 2) for j in range(3))
+        out = self._attend(q, k, v, mask, 1 / math.sqrt(self.dh))
+        return self.W_o(out.transpose(1, 2).reshape(B, L, d))
+
+
+class FusedNaNRows(_Fused):
+    """Explicit softmax with -inf and nothing done for a query with no allowed key."""
+
+    fill = -math.inf
+
+    def forward(self, x, mask=None):
+        B, L, d = x.shape
+        q, k, v = self.qkv(x).view(B, L, 3, self.h, self.dh).permute(2, 0, 3, 1, 4)
+        s = q @ k.transpose(-1, -2) / math.sqrt(self.dh)
+        if mask is not None:
+            s = s.masked_fill(~mask, self.fill)
+        return self.W_o((s.softmax(-1) @ v).transpose(1, 2).reshape(B, L, d))
+
+
+class FusedUniformRows(FusedNaNRows):
+    fill = -1e9
+
+
+class FusedScaleDModel(FusedChunk):
+    def _attend(self, q, k, v, mask, scale):
+        return super()._attend(q, k, v, mask, 1 / math.sqrt(self.h * self.dh))
+
+
+WRONG_FUSED = [
+    ("fused-qkv-heads-outermost", FusedPerHeadTriples),
+    ("fused-qkv-interleaved", FusedEveryThird),
+    ("mha-scale-by-sqrt-d-model", FusedScaleDModel),
+    ("mha-nan-fully-masked-rows", FusedNaNRows),
+    ("mha-masked-rows-uniform", FusedUniformRows),
+]
+
+
+CORRECT = {MHSA: CORRECT_MHSA, CONVERT: CORRECT_CONVERT, FUSED: CORRECT_FUSED}
+
+WRONG = ([(MHSA, mid, c) for mid, c in WRONG_MHSA] + [(CONVERT, mid, f) for mid, f in WRONG_CONVERT]
+         + [(FUSED, mid, c) for mid, c in WRONG_FUSED])

@@ -285,3 +285,19 @@ def test_unfinished_forward_runs_the_reference_on_the_learners_own_weights():
     assert m.W_q.weight.grad is not None and m.W_q.weight.grad.abs().sum() > 0  # training updates it
     assert len(list(m.parameters())) == 8  # the stand-in is not registered as a submodule
     assert evaluate(MultiHeadSelfAttention, MHSA).status == "not_implemented"
+
+
+# The statements say what to compute; how is in collapsed hints (issue 16, item 9).
+@pytest.mark.parametrize("exercise_id, giveaway", [
+    ("05.MultiHeadSelfAttention", "transpose(1, 2)"),
+    ("05.from_torch_mha", "no transpose"),
+    ("05.from_torch_mha", "as they are"),
+    ("05.FusedQKVSelfAttention", "(B, L, 3, h, d_h)`"),
+    ("05.FusedQKVSelfAttention", "permute(2"),
+])
+def test_statement_keeps_the_how_in_its_hints(exercise_id, giveaway):
+    from tests.exercise_statements import hints, statement, visible
+
+    text = statement("05", exercise_id)
+    assert giveaway not in visible(text), f"{exercise_id}'s statement gives away {giveaway!r}"
+    assert hints(text) and "<details>" not in text

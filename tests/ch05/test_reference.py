@@ -279,3 +279,44 @@ def test_cuda_half_precision_stays_close_to_float32():
         half = m(x)
     assert half.dtype == torch.float16
     torch.testing.assert_close(half.float(), ref, rtol=2e-2, atol=2e-2)
+
+
+# ---------------------------------------------------------------------------------------------
+# FusedQKVSelfAttention (the stretch exercise): nn.MultiheadAttention, whose in_proj_weight is the
+# same fused layout, is the oracle.
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 2**31 - 1), B=st.integers(1, 3), L=st.integers(1, 7),
+       h=st.sampled_from([1, 2, 4]), d_h=st.integers(1, 4), bias=st.booleans())
+def test_property_fused_qkv_equals_nn_multihead_attention(seed, B, L, h, d_h, bias):
+    from mhsa_ref.chapters.ch05.reference_torch import FusedQKVSelfAttention
+
+    torch.manual_seed(seed)
+    d = h * d_h
+    mha = nn.MultiheadAttention(d, h, bias=bias, batch_first=True, dtype=torch.float64).eval()
+    fused = FusedQKVSelfAttention(d, h, bias=bias).double().eval()
+    assert sorted(n for n, _ in fused.named_children()) == ["W_o", "qkv"]
+    with torch.no_grad():
+        fused.qkv.weight.copy_(mha.in_proj_weight)
+        fused.W_o.weight.copy_(mha.out_proj.weight)
+        if bias:
+            fused.qkv.bias.copy_(mha.in_proj_bias)
+            fused.W_o.bias.copy_(mha.out_proj.bias)
+        x = torch.randn(B, L, d, dtype=torch.float64)
+        x_before = x.clone()
+        want = mha(x, x, x, need_weights=False)[0]
+        mask = torch.tril(torch.ones(L, L, dtype=torch.bool))
+        want_causal = mha(x, x, x, attn_mask=~mask, need_weights=False)[0]
+        torch.testing.assert_close(fused(x), want, rtol=1e-10, atol=1e-12)
+        torch.testing.assert_close(fused(x, mask), want_causal, rtol=1e-10, atol=1e-12)
+    assert torch.equal(x, x_before)
+
+
+def test_fused_qkv_bad_sizes_name_the_arguments():
+    from mhsa_ref.chapters.ch05.reference_torch import FusedQKVSelfAttention
+
+    with pytest.raises(ValueError, match="d_model=10 is not divisible by num_heads=3"):
+        FusedQKVSelfAttention(10, 3)
+    with pytest.raises(ValueError, match=r"x must have shape \(B, L, d_model=8\)"):
+        FusedQKVSelfAttention(8, 2)(torch.randn(2, 3, 6))

@@ -21,6 +21,7 @@ from torch import nn
 
 LN = "06.layer_norm"
 BLOCK = "06.TransformerBlock"
+LNB = "06.layer_norm_backward"
 
 
 # ============================================================================================
@@ -410,7 +411,110 @@ WRONG_PE = [
 ]
 
 
-CORRECT = {LN: CORRECT_LN, BLOCK: CORRECT_BLOCK, PE: CORRECT_PE}
+
+
+# Learner-style layer_norm_backward (the stretch exercise)
+# ============================================================================================
+
+
+def lnb_formula(x, gamma, grad_out, eps=1e-5):
+    """The derived formula, written with the centred input and the inverse std."""
+    d = x.shape[-1]
+    xc = x - x.mean(axis=-1, keepdims=True)
+    inv = 1.0 / np.sqrt(np.mean(xc * xc, axis=-1, keepdims=True) + eps)
+    g = grad_out * gamma
+    return inv / d * (d * g - g.sum(-1, keepdims=True) - xc * inv ** 2 * (g * xc).sum(-1, keepdims=True))
+
+
+def lnb_jacobian_rows(x, gamma, grad_out, eps=1e-5):
+    """One explicit (d, d) Jacobian per row, J = (I - 1/d - z z^T / d) / s, then g @ J."""
+    d = x.shape[-1]
+    rows = x.reshape(-1, d)
+    gs = (grad_out * gamma).reshape(-1, d)
+    out = np.empty_like(rows)
+    for r in range(rows.shape[0]):
+        mu = rows[r].sum() / d
+        s = math.sqrt(((rows[r] - mu) ** 2).sum() / d + eps)
+        z = (rows[r] - mu) / s
+        J = (np.eye(d) - np.full((d, d), 1.0 / d) - np.outer(z, z) / d) / s
+        out[r] = gs[r] @ J
+    return out.reshape(x.shape)
+
+
+def lnb_chain_rule(x, gamma, grad_out, eps=1e-5):
+    """Backprop through the forward's steps one by one (mean, centre, var, sqrt, divide)."""
+    d = x.shape[-1]
+    mu = x.mean(-1, keepdims=True)
+    xc = x - mu
+    var = (xc ** 2).mean(-1, keepdims=True)
+    std = np.sqrt(var + eps)
+    dz = grad_out * gamma
+    dxc = dz / std
+    dstd = -(dz * xc / std ** 2).sum(-1, keepdims=True)
+    dvar = dstd / (2 * std)
+    dxc = dxc + dvar * 2 * xc / d
+    dmu = -dxc.sum(-1, keepdims=True)
+    return dxc + dmu / d
+
+
+CORRECT_LNB = [lnb_formula, lnb_jacobian_rows, lnb_chain_rule]
+
+
+def lnb_divide_only(x, gamma, grad_out, eps=1e-5):
+    return grad_out * gamma / np.sqrt(np.var(x, axis=-1, keepdims=True) + eps)
+
+
+def lnb_no_variance_path(x, gamma, grad_out, eps=1e-5):
+    g = grad_out * gamma
+    return (g - g.mean(-1, keepdims=True)) / np.sqrt(x.var(-1, keepdims=True) + eps)
+
+
+def lnb_no_mean_path(x, gamma, grad_out, eps=1e-5):
+    """The chain rule through the std only: the mean taken as a constant."""
+    d = x.shape[-1]
+    xc = x - x.mean(-1, keepdims=True)
+    std = np.sqrt((xc ** 2).mean(-1, keepdims=True) + eps)
+    dz = grad_out * gamma
+    dstd = -(dz * xc / std ** 2).sum(-1, keepdims=True)
+    return dz / std + dstd / (2 * std) * 2 * xc / d
+
+
+def lnb_no_gamma(x, gamma, grad_out, eps=1e-5):
+    return lnb_chain_rule(x, np.ones_like(gamma), grad_out, eps)
+
+
+def lnb_std_without_eps(x, gamma, grad_out, eps=1e-5):
+    """Derived with sigma = std(x) in the final division, eps only inside z."""
+    xc = x - x.mean(-1, keepdims=True)
+    sig = np.std(x, axis=-1, keepdims=True)
+    z = xc / np.sqrt(sig ** 2 + eps)
+    g = grad_out * gamma
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return (g - g.mean(-1, keepdims=True) - z * (g * z).mean(-1, keepdims=True)) / sig
+
+
+def lnb_float32(*args, **kwargs):
+    return lnb_formula(*args, **kwargs).astype(np.float32)
+
+
+def lnb_in_place(x, gamma, grad_out, eps=1e-5):
+    """Centres the caller's x in place to save a copy."""
+    x -= x.mean(-1, keepdims=True)
+    return lnb_formula(x, gamma, grad_out, eps)
+
+
+WRONG_LNB = [
+    ("ln-backward-statistics-constant", lnb_divide_only),
+    ("ln-backward-variance-constant", lnb_no_variance_path),
+    ("ln-backward-mean-constant", lnb_no_mean_path),
+    ("ln-backward-without-gamma", lnb_no_gamma),
+    ("ln-backward-eps-dropped", lnb_std_without_eps),
+    ("float32-output", lnb_float32),
+    ("input-modified-in-place", lnb_in_place),
+]
+
+
+CORRECT = {LN: CORRECT_LN, BLOCK: CORRECT_BLOCK, PE: CORRECT_PE, LNB: CORRECT_LNB}
 
 WRONG = ([(LN, mid, f) for mid, f in WRONG_LN] + [(BLOCK, mid, c) for mid, c in WRONG_BLOCK]
-         + [(PE, mid, f) for mid, f in WRONG_PE])
+         + [(PE, mid, f) for mid, f in WRONG_PE] + [(LNB, mid, f) for mid, f in WRONG_LNB])

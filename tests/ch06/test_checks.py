@@ -201,3 +201,17 @@ def test_unlisted_pairing_mistake_gets_the_unit_circle_hint():
     assert v.status == "failed"
     assert not (v.misconception or "").startswith("positions-"), v.misconception
     assert "PE[p, 2i]**2 + PE[p, 2i+1]**2 = 1" in format_verdict(v)
+
+
+# The statements say what to compute; how is in collapsed hints (issue 16, item 9).
+@pytest.mark.parametrize("exercise_id, giveaway", [
+    ("06.layer_norm", "keepdims=True"),
+    ("06.layer_norm_backward", "z_i z_j"),
+    ("06.layer_norm_backward", "z_j / d"),
+])
+def test_statement_keeps_the_how_in_its_hints(exercise_id, giveaway):
+    from tests.exercise_statements import hints, statement, visible
+
+    text = statement("06", exercise_id)
+    assert giveaway not in visible(text), f"{exercise_id}'s statement gives away {giveaway!r}"
+    assert hints(text) and "<details>" not in text

@@ -13,7 +13,7 @@ from hypothesis.extra.numpy import arrays
 from torch import nn
 
 from mhsa_ref.chapters.ch06.reference_torch import TransformerBlock, to_torch_encoder_layer
-from mhsa_ref.chapters.ch06.reference import layer_norm, sinusoidal_positions
+from mhsa_ref.chapters.ch06.reference import layer_norm, layer_norm_backward, sinusoidal_positions
 from mhsa_ref.chapters.ch05.reference_torch import mha_mask
 
 
@@ -190,3 +190,50 @@ def test_property_offset_is_a_fixed_rotation(half, k, p):
 def test_sinusoidal_positions_bad_input_names_the_argument(L, d, word):
     with pytest.raises(ValueError, match=word):
         sinusoidal_positions(L, d)
+
+
+# layer_norm_backward (the stretch exercise): autograd through F.layer_norm in float64 is the oracle.
+
+
+def _autograd_ln_backward(x, gamma, grad_out, eps):
+    xt = torch.tensor(x, requires_grad=True)
+    F.layer_norm(xt, (x.shape[-1],), torch.tensor(gamma), None, eps).backward(torch.tensor(grad_out))
+    return xt.grad.numpy()
+
+
+@settings(max_examples=40, deadline=None)
+@given(x=arrays(np.float64, st.tuples(st.integers(1, 4), st.integers(1, 3), st.integers(1, 9)),
+                elements=st.floats(-50, 50, allow_nan=False)),
+       eps=st.sampled_from([1e-5, 1e-2, 0.5]), seed=st.integers(0, 2**32 - 1))
+def test_property_layer_norm_backward_equals_autograd_and_leaves_inputs_alone(x, eps, seed):
+    rng = np.random.default_rng(seed)
+    d = x.shape[-1]
+    gamma, grad_out = 1 + 0.5 * rng.standard_normal(d), rng.standard_normal(x.shape)
+    before = [a.copy() for a in (x, gamma, grad_out)]
+    got = layer_norm_backward(x, gamma, grad_out, eps)
+    want = _autograd_ln_backward(x, gamma, grad_out, eps)
+    scale = max(1.0, np.abs(want).max())
+    np.testing.assert_allclose(got, want, rtol=1e-7, atol=1e-9 * scale)
+    for a, b in zip((x, gamma, grad_out), before):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_layer_norm_backward_carries_one_over_the_scale():
+    # LayerNorm ignores the scale of x (up to eps), so a loss cannot push along x itself, and a
+    # 100 times larger x receives a 100 times smaller gradient.
+    rng = np.random.default_rng(3)
+    x, gamma, g = rng.normal(size=(5, 16)), 1 + 0.3 * rng.normal(size=16), rng.normal(size=(5, 16))
+    small, large = layer_norm_backward(x, gamma, g, 0.0), layer_norm_backward(100 * x, gamma, g, 0.0)
+    np.testing.assert_allclose(large * 100, small, rtol=1e-10)
+    np.testing.assert_allclose((small * x).sum(axis=-1), 0.0, atol=1e-10)
+    np.testing.assert_allclose(small.sum(axis=-1), 0.0, atol=1e-10)
+
+
+@pytest.mark.parametrize("args, match", [
+    ((np.ones((2, 4)), np.ones(3), np.ones((2, 4))), r"gamma must have shape \(d,\) = \(4,\)"),
+    ((np.ones((2, 4)), np.ones(4), np.ones((2, 3))), r"grad_out must have the shape of x \(2, 4\)"),
+    ((np.ones((2, 4)), np.ones(4), np.ones((2, 4)), -1.0), "eps must be a number >= 0"),
+])
+def test_layer_norm_backward_bad_input_names_the_argument(args, match):
+    with pytest.raises(ValueError, match=match):
+        layer_norm_backward(*args)

@@ -391,4 +391,108 @@ MULTI_HEAD_ATTENTION = Exercise(
     uses=("04.split_heads", "04.merge_heads"),
 )
 
-EXERCISES = (SPLIT_HEADS, MERGE_HEADS, MULTI_HEAD_ATTENTION)
+# ---------------------------------------------------------------------------------------------
+# 04.head_contributions (stretch: the learner derives that concat-then-W_o is a sum over heads)
+
+
+def _contrib_variant(rows=None, equal_share=False, input_slices=False, scale=None):
+    """Heads' contributions with one mistake. ``rows(i, h, d_h)``: the rows of W_o given to head
+    i; ``equal_share``: every head gets out / h; ``input_slices``: head i reads only the input
+    features i*d_h:(i+1)*d_h (the seeds' picture of heads on disjoint channels)."""
+
+    def variant(X, W_q, W_k, W_v, W_o, num_heads, mask=None):
+        if equal_share:
+            out, _ = ref.multi_head_attention(X, W_q, W_k, W_v, W_o, num_heads, mask)
+            return np.repeat(out[:, None] / num_heads, num_heads, axis=1)
+        h, d = num_heads, X.shape[-1]
+        d_h = d // h
+        terms = []
+        for i in range(h):
+            cols = slice(i * d_h, (i + 1) * d_h)
+            if input_slices:
+                Xi = X[..., cols]
+                q, k, v = Xi @ W_q[cols, cols], Xi @ W_k[cols, cols], Xi @ W_v[cols, cols]
+            else:
+                q, k, v = X @ W_q[:, cols], X @ W_k[:, cols], X @ W_v[:, cols]
+            s = q @ np.swapaxes(k, -1, -2) / np.sqrt(d_h if scale is None else scale(d, d_h))
+            m = None if mask is None else np.broadcast_to(mask, (X.shape[0], h, X.shape[1], X.shape[1]))[:, i]
+            if m is not None:
+                s = np.where(m, s, -np.inf)
+            top = s.max(axis=-1, keepdims=True)
+            e = np.exp(s - np.where(np.isneginf(top), 0.0, top))
+            total = e.sum(axis=-1, keepdims=True)
+            w = np.where(total > 0, e / np.where(total > 0, total, 1.0), 0.0)
+            r = cols if rows is None else rows(i, h, d_h)
+            terms.append((w @ v) @ W_o[r, :])
+        return np.stack(terms, axis=1)
+
+    return variant
+
+
+def _contrib_sum(case: Case, outputs: tuple) -> str | None:
+    (C,) = outputs
+    want, _ = ref.multi_head_attention(*case.args)
+    if C.ndim == 4 and C.shape[1] == case.args[5] and not np.allclose(C.sum(axis=1), want):
+        return (
+            "summed over the heads (axis 1), your contributions should give "
+            "multi_head_attention's output; they do not."
+        )
+    return None
+
+
+HEAD_CONTRIBUTIONS = Exercise(
+    id="04.head_contributions",
+    name="head_contributions",
+    signature="head_contributions(X, W_q, W_k, W_v, W_o, num_heads, mask=None)",
+    points=2.0,
+    reference=ref.head_contributions,
+    make_cases=_mha_cases,
+    outputs=("contributions",),
+    properties=(Property("the contributions sum to the layer's output", _contrib_sum),),
+    misconceptions=(
+        Misconception(
+            "contrib-equal-shares",
+            "Your contributions add up to the right output, but every head gets the same "
+            "share, out / h. Each head has its own term: what it attended to, times the part of "
+            "W_o that reads its columns of the concatenation.",
+            (_contrib_variant(equal_share=True),),
+        ),
+        Misconception(
+            "contrib-w-o-rows-interleaved",
+            "You give head i every h-th row of W_o (rows i, i + h, ...). In the concatenation "
+            "head i fills the contiguous columns i*d_h:(i+1)*d_h, and those columns meet "
+            "the same rows of W_o.",
+            (_contrib_variant(rows=lambda i, h, d_h: slice(i, None, h)),),
+        ),
+        Misconception(
+            "contrib-w-o-rows-reversed",
+            "You pair head i with the rows of W_o that belong to head h-1-i. The first d_h "
+            "columns of the concatenation are head 0's, and they meet the first d_h rows of W_o.",
+            (_contrib_variant(rows=lambda i, h, d_h: slice((h - 1 - i) * d_h, (h - i) * d_h)),),
+        ),
+        Misconception(
+            "heads-read-input-slices",
+            "Your head i reads only the input features i*d_h:(i+1)*d_h. Every head's queries, "
+            "keys and values are computed from all d input features (X @ W_q[:, cols]); only "
+            "the projected outputs are split among the heads.",
+            (_contrib_variant(input_slices=True),),
+        ),
+        Misconception(
+            "mha-scale-by-sqrt-d-model",
+            "You scale the scores by 1/sqrt(d_model). Each head's queries and keys have width "
+            "d_h = d_model / num_heads, so the scale is 1/sqrt(d_h).",
+            (_contrib_variant(scale=lambda d, d_h: d),),
+        ),
+        FLOAT32_OUTPUT,
+        INPUT_MODIFIED,
+    ),
+    forbidden=(
+        "torch.nn.MultiheadAttention",
+        "torch.nn.functional.multi_head_attention_forward",
+        "torch.nn.functional.scaled_dot_product_attention",
+        "mhsa_ref",
+    ),
+    uses=("04.split_heads", "04.multi_head_attention"),
+)
+
+EXERCISES = (SPLIT_HEADS, MERGE_HEADS, MULTI_HEAD_ATTENTION, HEAD_CONTRIBUTIONS)

@@ -19,7 +19,7 @@ import numpy as np
 from ..ch01.reference import scaled_dot_product_attention
 from ...validate import as_bool_mask, as_float_array
 
-__all__ = ["split_heads", "merge_heads", "multi_head_attention"]
+__all__ = ["split_heads", "merge_heads", "multi_head_attention", "head_contributions"]
 
 
 def _num_heads(num_heads: object, d_model: int) -> int:
@@ -59,21 +59,8 @@ def merge_heads(X: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(X.transpose(0, 2, 1, 3).reshape(B, L, h * d_h))
 
 
-def multi_head_attention(
-    X: np.ndarray,
-    W_q: np.ndarray,
-    W_k: np.ndarray,
-    W_v: np.ndarray,
-    W_o: np.ndarray,
-    num_heads: int,
-    mask: np.ndarray | None = None,
-) -> tuple[np.ndarray, np.ndarray]:
-    """Multi-head self-attention without biases.
-
-    X (B, L, d); W_q, W_k, W_v, W_o (d, d), used as ``X @ W``; ``mask`` boolean, broadcastable
-    to (B, h, L, L), True = may attend. Returns ``(out, weights)``: out (B, L, d) and the
-    per-head attention weights (B, h, L, L).
-    """
+def _validated(X, W_q, W_k, W_v, W_o, num_heads, mask):
+    """The inputs of a multi-head layer, checked: X, the weights by name, h, the mask."""
     X = as_float_array(X, "X")
     if X.ndim != 3:
         raise ValueError(f"X must have shape (B, L, d_model), got shape {X.shape}")
@@ -101,10 +88,54 @@ def multi_head_attention(
                 f"mask of shape {mask.shape} does not broadcast to (B, num_heads, L, L) = "
                 f"{(B, h, L, L)}"
             )
+    return X, weights_in, h, mask
 
+
+def multi_head_attention(
+    X: np.ndarray,
+    W_q: np.ndarray,
+    W_k: np.ndarray,
+    W_v: np.ndarray,
+    W_o: np.ndarray,
+    num_heads: int,
+    mask: np.ndarray | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Multi-head self-attention without biases.
+
+    X (B, L, d); W_q, W_k, W_v, W_o (d, d), used as ``X @ W``; ``mask`` boolean, broadcastable
+    to (B, h, L, L), True = may attend. Returns ``(out, weights)``: out (B, L, d) and the
+    per-head attention weights (B, h, L, L).
+    """
+    X, weights_in, h, mask = _validated(X, W_q, W_k, W_v, W_o, num_heads, mask)
     Q = split_heads(X @ weights_in["W_q"], h)  # (B, h, L, d_h)
     K = split_heads(X @ weights_in["W_k"], h)
     V = split_heads(X @ weights_in["W_v"], h)
     heads, weights = scaled_dot_product_attention(Q, K, V, mask)  # scale 1/sqrt(d_h)
     out = merge_heads(heads) @ weights_in["W_o"]  # (B, L, d)
     return out, weights
+
+
+def head_contributions(
+    X: np.ndarray,
+    W_q: np.ndarray,
+    W_k: np.ndarray,
+    W_v: np.ndarray,
+    W_o: np.ndarray,
+    num_heads: int,
+    mask: np.ndarray | None = None,
+) -> np.ndarray:
+    """Each head's additive share of multi-head attention's output, (B, h, L, d).
+
+    Concatenating the heads and multiplying by W_o equals summing, over the heads, head i's
+    output times its own block of W_o's rows, ``W_o[i*d_h:(i+1)*d_h, :]`` (a block matrix
+    product). So ``head_contributions(...).sum(axis=1)`` is ``multi_head_attention(...)[0]``:
+    within a layer the heads do not mix, each writes its own term.
+    """
+    X, weights_in, h, mask = _validated(X, W_q, W_k, W_v, W_o, num_heads, mask)
+    d = X.shape[-1]
+    Q = split_heads(X @ weights_in["W_q"], h)
+    K = split_heads(X @ weights_in["W_k"], h)
+    V = split_heads(X @ weights_in["W_v"], h)
+    heads, _ = scaled_dot_product_attention(Q, K, V, mask)  # (B, h, L, d_h)
+    blocks = weights_in["W_o"].reshape(h, d // h, d)  # block i: rows i*d_h:(i+1)*d_h
+    return heads @ blocks  # (B, h, L, d_h) @ (h, d_h, d) -> (B, h, L, d)

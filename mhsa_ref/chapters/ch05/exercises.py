@@ -248,4 +248,97 @@ FROM_TORCH_MHA = Exercise(
     harness=Harness("run_converter", {"returns": "MultiHeadSelfAttention"}),
 )
 
-EXERCISES = (MULTI_HEAD_SELF_ATTENTION, FROM_TORCH_MHA)
+# ---------------------------------------------------------------------------------------------
+# 05.FusedQKVSelfAttention (stretch: the learner derives how one (3d, d) projection's output
+# splits into q, k, v and heads)
+
+
+def _fused_state(rng: np.random.Generator, d: int, bias: bool) -> dict:
+    state = {"qkv.weight": _f32(rng.normal(0.0, 1.0 / np.sqrt(d), (3 * d, d))),
+             "W_o.weight": _f32(rng.normal(0.0, 1.0 / np.sqrt(d), (d, d)))}
+    if bias:
+        state["qkv.bias"] = _f32(rng.normal(0.0, 0.2, 3 * d))
+        state["W_o.bias"] = _f32(rng.normal(0.0, 0.2, d))
+    return state
+
+
+def _fused_cases(rng: np.random.Generator) -> list[Case]:
+    def case(name, d, h, B, L, mask=None, bias=True):
+        init = {"d_model": d, "num_heads": h, "bias": bias}
+        return module_case(name, rng, init, _fused_state(rng, d, bias), (B, L, d), mask)
+
+    nothing = _causal(4)[None, None].repeat(2, axis=0)
+    nothing[1, 0, 2] = False  # query 2 of the second sequence may attend to nothing
+    cases = [
+        case("d_model=8, 2 heads, no mask", 8, 2, 2, 5),
+        case("d_model=12, 3 heads, causal mask (L, L)", 12, 3, 2, 6, mask=_causal(6)),
+        case("d_model=16, 4 heads, bias=False", 16, 4, 1, 3, bias=False),
+        case("one head, d_model=6", 6, 1, 2, 4),
+        case("a query that may attend to nothing (B, 1, L, L)", 8, 2, 2, 4, mask=nothing),
+    ]
+    for i in range(2):
+        h = int(rng.choice([1, 2, 4]))
+        d, B, L = h * int(rng.integers(2, 5)), int(rng.integers(1, 4)), int(rng.integers(1, 8))
+        cases.append(case(f"random {i + 1} (d_model={d}, {h} heads, L={L}, random mask)", d, h, B, L,
+                          mask=_random_mask(rng, B, L)))
+    return cases
+
+
+FUSED_QKV = Exercise(
+    id="05.FusedQKVSelfAttention",
+    name="FusedQKVSelfAttention",
+    signature="class FusedQKVSelfAttention(nn.Module): __init__(d_model, num_heads, bias=True); "
+              "forward(x, mask=None)",
+    points=2.0,
+    reference=deferred(f"{REFERENCE}:FusedQKVSelfAttention"),
+    make_cases=_fused_cases,
+    outputs=("output", "gradients"),
+    misconceptions=(
+        Misconception(
+            "fused-qkv-heads-outermost",
+            "You cut qkv(x) as if each head's q, k and v sat side by side, (B, L, h, 3, d_h). "
+            "The weight's rows are W_q's, then W_k's, then W_v's, so the last axis of qkv(x) is "
+            "[q | k | v], and each of those is cut into heads: the 3 comes before the h.",
+            (deferred(f"{MISTAKES}:FusedHeadsOutermost"),),
+        ),
+        Misconception(
+            "fused-qkv-interleaved",
+            "You take q, k and v as every third column of qkv(x). They are three contiguous "
+            "blocks of d columns each, in the order q, k, v, like the weight's rows.",
+            (deferred(f"{MISTAKES}:FusedInterleaved"),),
+        ),
+        Misconception(
+            "mha-scale-by-sqrt-d-model",
+            "You scale the scores by 1/sqrt(d_model). Each head's queries and keys have width "
+            "d_h = d_model / num_heads, so the scale is 1/sqrt(d_h).",
+            (deferred(f"{MISTAKES}:FusedScaleSqrtDModel"),),
+        ),
+        Misconception(
+            "mha-nan-fully-masked-rows",
+            "A query whose keys are all masked comes out as NaN: its scores are all -inf and the "
+            "softmax computes 0 / 0. Such a query attends to nothing, as in your "
+            "MultiHeadSelfAttention: set its attention output to 0.",
+            (deferred(f"{MISTAKES}:FusedEmptyRowsNaN"),),
+        ),
+        Misconception(
+            "mha-masked-rows-uniform",
+            "A query whose keys are all masked gets uniform weights: with a large negative fill "
+            "(like -1e9) every blocked score is equal and the softmax spreads evenly. Such a "
+            "query attends to nothing: its attention output must be 0.",
+            (deferred(f"{MISTAKES}:FusedEmptyRowsUniform"),),
+        ),
+    ),
+    forbidden=(
+        "torch.nn.MultiheadAttention",
+        "torch.nn.functional.multi_head_attention_forward",
+        "torch._native_multi_head_attention",
+        "torch.ao.nn.quantizable.MultiheadAttention",
+        "mhsa_ref",
+    ),
+    dtype="float32",
+    rtol=1e-4,
+    atol=1e-5,
+    harness=Harness("run_module"),
+)
+
+EXERCISES = (MULTI_HEAD_SELF_ATTENTION, FROM_TORCH_MHA, FUSED_QKV)

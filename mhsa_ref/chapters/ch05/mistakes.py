@@ -12,7 +12,7 @@ import math
 import torch
 import torch.nn.functional as F
 
-from .reference_torch import MultiHeadSelfAttention, from_torch_mha
+from .reference_torch import FusedQKVSelfAttention, MultiHeadSelfAttention, from_torch_mha
 
 
 class MaskInverted(MultiHeadSelfAttention):
@@ -163,3 +163,38 @@ def from_torch_mha_wrong(order: tuple[int, int, int], transpose_in: bool, transp
                 linear.bias.copy_(bs[i])
         module.W_o.weight.copy_(mha.out_proj.weight.T if transpose_out else mha.out_proj.weight)
     return module
+
+
+# 05.FusedQKVSelfAttention: the fused projection's output cut along the wrong axes.
+
+
+class FusedHeadsOutermost(FusedQKVSelfAttention):
+    """view(B, L, h, 3, d_h): as if each head's q, k, v sat side by side (Megatron's layout)."""
+
+    def _project(self, x):
+        B, L, _ = x.shape
+        qkv = self.qkv(x).view(B, L, self.num_heads, 3, self.d_head)
+        return qkv.permute(3, 0, 2, 1, 4).unbind(0)
+
+
+class FusedInterleaved(FusedQKVSelfAttention):
+    """view(B, L, d, 3): q, k and v taken as every third column."""
+
+    def _project(self, x):
+        B, L, _ = x.shape
+        qkv = self.qkv(x).view(B, L, self.num_heads, self.d_head, 3)
+        return qkv.permute(4, 0, 2, 1, 3).unbind(0)
+
+
+class FusedScaleSqrtDModel(FusedQKVSelfAttention):
+    def _project(self, x):
+        q, k, v = super()._project(x)
+        return q * math.sqrt(self.d_head / self.d_model), k, v
+
+
+class FusedEmptyRowsNaN(FusedQKVSelfAttention, EmptyRowsNaN):
+    """The fused projection, and rows with no allowed key left as 0/0 = NaN."""
+
+
+class FusedEmptyRowsUniform(FusedQKVSelfAttention, EmptyRowsUniform):
+    """The fused projection, and rows with no allowed key spread evenly (a -1e9 fill)."""

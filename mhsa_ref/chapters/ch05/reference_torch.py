@@ -27,7 +27,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-__all__ = ["MultiHeadSelfAttention", "from_torch_mha", "to_torch_mha", "mha_mask"]
+__all__ = ["MultiHeadSelfAttention", "FusedQKVSelfAttention", "from_torch_mha", "to_torch_mha", "mha_mask"]
 
 
 class MultiHeadSelfAttention(nn.Module):
@@ -134,6 +134,25 @@ class MultiHeadSelfAttention(nn.Module):
             raise ValueError(f"mask of shape {tuple(mask.shape)} does not broadcast to "
                              f"(B, h, L, L) = {target}") from None
         return mask.to(device)
+
+
+class FusedQKVSelfAttention(MultiHeadSelfAttention):
+    """``MultiHeadSelfAttention`` with W_q, W_k, W_v fused into one ``qkv = nn.Linear(d, 3d)``
+    (as nanoGPT writes it): rows 0:d of ``qkv.weight`` are W_q's, d:2d W_k's, 2d:3d W_v's.
+
+    So the last axis of ``qkv(x)`` is [q | k | v], each cut into h heads of d_h: one view to
+    (B, L, 3, h, d_h) and one permute give q, k, v as (B, h, L, d_h), with no copy.
+    """
+
+    def __init__(self, d_model: int, num_heads: int, bias: bool = True) -> None:
+        super().__init__(d_model, num_heads, bias=bias)  # no dropout: the exercise leaves it out
+        del self.W_q, self.W_k, self.W_v  # one (3d, d) projection instead of three (d, d)
+        self.qkv = nn.Linear(d_model, 3 * d_model, bias=bias)
+
+    def _project(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        B, L, _ = x.shape
+        qkv = self.qkv(x).view(B, L, 3, self.num_heads, self.d_head)
+        return qkv.permute(2, 0, 3, 1, 4).unbind(0)
 
 
 def from_torch_mha(mha: nn.MultiheadAttention) -> MultiHeadSelfAttention:

@@ -345,4 +345,138 @@ SINUSOIDAL_POSITIONS = Exercise(
     forbidden=("mhsa_ref",),
 )
 
-EXERCISES = (LAYER_NORM, TRANSFORMER_BLOCK, SINUSOIDAL_POSITIONS)
+
+
+# 06.layer_norm_backward (stretch: the learner derives the gradient through the statistics)
+
+
+def _ln_backward_variant(mean_path=True, var_path=True, use_gamma=True, eps_in_s=True):
+    """The backward with some paths left out: each flag off is one derivation mistake."""
+
+    def layer_norm_backward(x, gamma, grad_out, eps=1e-5):
+        mean = x.mean(axis=-1, keepdims=True)
+        var = x.var(axis=-1, keepdims=True)
+        s = np.sqrt(var + eps) if eps_in_s else np.sqrt(var)
+        z = (x - mean) / np.sqrt(var + eps)
+        g = grad_out * gamma if use_gamma else grad_out
+        dx = g.copy()
+        if mean_path:
+            dx = dx - g.mean(axis=-1, keepdims=True)
+        if var_path:
+            dx = dx - z * (g * z).mean(axis=-1, keepdims=True)
+        with np.errstate(divide="ignore", invalid="ignore"):  # sqrt(var) is 0 on a constant row
+            return dx / s
+
+    return layer_norm_backward
+
+
+def _ln_backward_cases(rng: np.random.Generator) -> list[Case]:
+    names = ("x", "gamma", "grad_out", "eps")
+
+    def case(name, x, eps=1e-5):
+        d = x.shape[-1]
+        gamma = 1.0 + 0.5 * rng.standard_normal(d)
+        return Case(name, (x, gamma, rng.standard_normal(x.shape), eps), arg_names=names)
+
+    quiet = rng.standard_normal((3, 6)) * np.array([[1.0], [3e-3], [1e-3]])  # var near eps
+    cases = [
+        case("one vector (d=6)", rng.standard_normal(6) * 2 + 1),
+        case("rows with variance close to eps", quiet),
+        case("(B, L, d) = (2, 3, 4)", rng.standard_normal((2, 3, 4)) * 3 - 1),
+        case("eps=0.5", rng.standard_normal((4, 5)), eps=0.5),
+        case("a constant row (variance 0)", np.vstack([np.full(5, 2.5), rng.standard_normal(5)])),
+    ]
+    for i in range(2):
+        shape = tuple(int(s) for s in rng.integers(2, 6, size=int(rng.integers(2, 4))))
+        cases.append(case(f"random {i + 1} {shape}", rng.normal(rng.normal(), rng.uniform(0.5, 3), shape)))
+    return cases
+
+
+def _ln_backward_orthogonal(case: Case, outputs: tuple) -> str | None:
+    # Shifting x by a constant, or scaling it (when eps is negligible), leaves layer_norm's output
+    # unchanged, so the gradient has no component along the ones vector: each row sums to 0.
+    x = case.args[0]
+    dx = outputs[0]
+    if dx is None or dx.shape != x.shape or x.shape[-1] < 2:
+        return None
+    worst = np.abs(dx.sum(axis=-1)).max() / max(np.abs(dx).max(), 1e-300)
+    if worst > 1e-8:
+        return ("each row of your gradient should sum to 0: adding a constant to a vector does not "
+                "change its layer norm, so no loss can prefer one shift over another. Yours do not.")
+    return None
+
+
+def _ln_backward_along_x(case: Case, outputs: tuple) -> str | None:
+    # Scaling a vector changes its layer norm only through eps, so the gradient's component along
+    # z = (x - mean) / s is fixed: sum_j dx_j z_j = d * mean(g z) * eps / ((var + eps) * s).
+    x, gamma, grad_out, eps = case.args
+    dx = outputs[0]
+    if dx is None or dx.shape != x.shape:
+        return None
+    var = x.var(axis=-1, keepdims=True)
+    s = np.sqrt(var + eps)
+    z = (x - x.mean(axis=-1, keepdims=True)) / s
+    g = grad_out * gamma
+    want = x.shape[-1] * (g * z).mean(axis=-1) * eps / ((var + eps) * s)[..., 0]
+    got = (dx * z).sum(axis=-1)
+    if not np.allclose(got, want, rtol=1e-6, atol=1e-8 * max(1.0, np.abs(dx).max())):
+        return ("your gradient's component along x - mean is wrong: stretching a vector changes "
+                "its layer norm only through eps, so that component is almost 0. Look at the sign "
+                "and the factor of the path through the variance.")
+    return None
+
+
+LAYER_NORM_BACKWARD = Exercise(
+    id="06.layer_norm_backward",
+    name="layer_norm_backward",
+    signature="layer_norm_backward(x, gamma, grad_out, eps=1e-5)",
+    points=2.0,
+    reference=ref.layer_norm_backward,
+    make_cases=_ln_backward_cases,
+    outputs=("grad_x",),
+    properties=(Property("each row of the gradient sums to 0", _ln_backward_orthogonal),
+                Property("the component along x - mean is what eps allows", _ln_backward_along_x)),
+    misconceptions=(
+        Misconception(
+            "ln-backward-statistics-constant",
+            "You treat the mean and the standard deviation as constants, so your gradient is "
+            "grad_out * gamma / s. Both are computed from x: every entry of x moves them, and "
+            "through them every output of the row. Add the two paths.",
+            (_ln_backward_variant(mean_path=False, var_path=False),),
+        ),
+        Misconception(
+            "ln-backward-variance-constant",
+            "You follow the path through the mean but treat the standard deviation s as a "
+            "constant. s = sqrt(var + eps) depends on every entry of x too: differentiate it "
+            "(d s / d x_j is (x_j - mean) / (d * s)).",
+            (_ln_backward_variant(var_path=False),),
+        ),
+        Misconception(
+            "ln-backward-mean-constant",
+            "You follow the path through the standard deviation but treat the mean as a "
+            "constant. Every x_j moves the mean by 1/d, and the mean is subtracted from every "
+            "entry of the row: that path subtracts the row's average of grad_out * gamma.",
+            (_ln_backward_variant(mean_path=False),),
+        ),
+        Misconception(
+            "ln-backward-without-gamma",
+            "You forgot gamma: the output is z * gamma + beta, so the gradient reaching z is "
+            "grad_out * gamma, not grad_out.",
+            (_ln_backward_variant(use_gamma=False),),
+        ),
+        Misconception(
+            "ln-backward-eps-dropped",
+            "You divide by sqrt(var) instead of sqrt(var + eps). The forward divides by "
+            "sqrt(var + eps), and so does its derivative; the two differ for rows whose "
+            "variance is close to eps (and sqrt(var) is 0 for a constant row).",
+            (_ln_backward_variant(eps_in_s=False),),
+        ),
+        FLOAT32_OUTPUT,
+        INPUT_MODIFIED,
+    ),
+    # The point is the derivation: no autograd, no PyTorch at all (as 08.softmax_backward).
+    forbidden=("torch", "mhsa_ref"),
+    uses=(),
+)
+
+EXERCISES = (LAYER_NORM, TRANSFORMER_BLOCK, SINUSOIDAL_POSITIONS, LAYER_NORM_BACKWARD)

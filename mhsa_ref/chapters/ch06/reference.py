@@ -13,7 +13,12 @@ import numpy as np
 
 from ...validate import as_float_array
 
-__all__ = ["layer_norm", "sinusoidal_positions"]
+__all__ = ["layer_norm", "layer_norm_backward", "sinusoidal_positions"]
+
+
+def _check_eps(eps: object) -> None:
+    if isinstance(eps, bool) or not isinstance(eps, (int, float, np.floating, np.integer)) or not eps >= 0:
+        raise ValueError(f"eps must be a number >= 0, got eps={eps!r}")
 
 
 def layer_norm(x: np.ndarray, gamma: np.ndarray, beta: np.ndarray, eps: float = 1e-5) -> np.ndarray:
@@ -30,8 +35,7 @@ def layer_norm(x: np.ndarray, gamma: np.ndarray, beta: np.ndarray, eps: float = 
         if p.shape != (d,):
             raise ValueError(f"{name} must have shape (d,) = ({d},) to match x of shape {x.shape}, "
                              f"got {p.shape}")
-    if isinstance(eps, bool) or not isinstance(eps, (int, float, np.floating, np.integer)) or not eps >= 0:
-        raise ValueError(f"eps must be a number >= 0, got eps={eps!r}")
+    _check_eps(eps)
     mean = x.mean(axis=-1, keepdims=True)
     var = ((x - mean) ** 2).mean(axis=-1, keepdims=True)
     return (x - mean) / np.sqrt(var + eps) * gamma + beta
@@ -56,3 +60,29 @@ def sinusoidal_positions(L: int, d: int) -> np.ndarray:
     out[:, 0::2] = np.sin(angles)
     out[:, 1::2] = np.cos(angles)
     return out
+
+
+def layer_norm_backward(x: np.ndarray, gamma: np.ndarray, grad_out: np.ndarray,
+                        eps: float = 1e-5) -> np.ndarray:
+    """The gradient of a loss with respect to ``x``, given its gradient ``grad_out`` with respect
+    to ``layer_norm(x, gamma, beta, eps)`` (beta does not enter it).
+
+    With ``z = (x - mean) / s``, ``s = sqrt(var + eps)`` and ``g = grad_out * gamma``, along the
+    last axis: ``(g - mean(g) - z * mean(g * z)) / s``. The two subtracted terms are the paths
+    through the mean and through the variance: both statistics depend on every entry of x.
+    (eps changes nothing in the derivation: d s / d x_j = z_j / d for any eps.)
+    """
+    x = as_float_array(x, "x", min_ndim=1)
+    d = x.shape[-1]
+    gamma = as_float_array(gamma, "gamma")
+    if gamma.shape != (d,):
+        raise ValueError(f"gamma must have shape (d,) = ({d},) to match x of shape {x.shape}, got {gamma.shape}")
+    grad_out = as_float_array(grad_out, "grad_out")
+    if grad_out.shape != x.shape:
+        raise ValueError(f"grad_out must have the shape of x {x.shape}, got {grad_out.shape}")
+    _check_eps(eps)
+    mean = x.mean(axis=-1, keepdims=True)
+    s = np.sqrt(((x - mean) ** 2).mean(axis=-1, keepdims=True) + eps)
+    z = (x - mean) / s
+    g = grad_out * gamma
+    return (g - g.mean(axis=-1, keepdims=True) - z * (g * z).mean(axis=-1, keepdims=True)) / s
