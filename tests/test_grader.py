@@ -693,7 +693,7 @@ def test_gradescope_bundle_grades_a_simulated_autograder_tree(tmp_path):
         if notebook_path is None:
             assert "No notebook" in doc["output"]
         else:
-            assert [t["max_score"] for t in doc["tests"]] == [2.0, 3.0]
+            assert [t["max_score"] for t in doc["tests"]] == [ex.points for ex in exercises.for_chapter("01")]
 
 
 def test_gradescope_bundle_refuses_a_chapter_that_does_not_exist(tmp_path):

@@ -39,8 +39,12 @@ from pathlib import Path
 import nbformat
 import pytest
 
+from mhsa_ref import exercises
 from mhsa_ref.grader import cli, discover
 from mhsa_ref.grader.run import Limits
+
+# Chapter 02's maximum as the registry has it (softmax_jacobian and its stretch exercise).
+CH02_MAX = sum(ex.points for ex in exercises.for_chapter("02"))
 
 # The grader's newer parts are imported inside the tests that use them, so that the batch's
 # attacks also run (and fail for their own reasons) against a grader without them.
@@ -186,7 +190,7 @@ def test_every_student_once_and_every_notebook_accounted_for(graded):
                        f"grace/Copy of {NB}", f"carol/{NB}", f"dave/{NB}", f"erin/{NB}", f"frank/{NB}",
                        f"heidi/{NB}", f"ivan/{NB}", f"judy/{NB}", f"{HOSTILE_FOLDER}/{NB}", f"{FORMULA_FOLDER}/{NB}", HOSTILE_FILE])
     assert rels == expected
-    assert all(s["chapter"] == "02" and s["max_score"] == 2.0 for s in doc["submissions"])
+    assert all(s["chapter"] == "02" and s["max_score"] == CH02_MAX for s in doc["submissions"])
     assert all(s["score"] <= s["max_score"] for s in doc["submissions"])
     assert all(not (s["error"] or "").startswith("the grader") for s in doc["submissions"])
     for student, score in HONEST.items():
@@ -208,8 +212,8 @@ def test_a_notebook_cannot_choose_its_chapter(graded):
     _, _, doc, _ = graded
     mallory = _one(doc, "mallory")
     assert mallory["chapter"] == "02" and mallory["chapter_source"] == "configured"
-    assert mallory["score"] == 0.0 and mallory["max_score"] == 2.0
-    assert [e["id"] for e in mallory["exercises"]] == ["02.softmax_jacobian"]
+    assert mallory["score"] == 0.0 and mallory["max_score"] == CH02_MAX
+    assert [e["id"] for e in mallory["exercises"]] == [ex.id for ex in exercises.for_chapter("02")]
     assert mallory["exercises"][0]["status"] == "missing"
     assert {"05.MultiHeadSelfAttention", "05.from_torch_mha"} <= set(mallory["other_chapter_exercises"])
     assert any("says it is chapter 05" in n for n in mallory["notes"]), mallory["notes"]
@@ -337,7 +341,7 @@ def test_a_grade_past_the_deadline_is_an_error_row(tmp_path, monkeypatch):
     path = write(tmp_path / "alice" / NB, SOLVED_02)
     result = grade.grade_notebook(path, "alice", seed=1, limits=Limits(timeout_s=5), chapter="02")
     assert result.error == "not graded: reading the notebook's code took longer than -1 s"
-    assert (result.score, result.max_score, result.exercises) == (0.0, 2.0, [])
+    assert (result.score, result.max_score, result.exercises) == (0.0, CH02_MAX, [])
 
 
 # ---- item 5: special files -------------------------------------------------------------------
@@ -567,7 +571,7 @@ def test_a_gradescope_bundle_grades_its_own_chapter_only(tmp_path):
     subprocess.run(["bash", str(root / "source" / "run_autograder")], check=True, env=env, capture_output=True,
                    timeout=300)
     doc = json.loads((root / "results" / "results.json").read_text())
-    assert doc["score"] == 0.0 and [t["max_score"] for t in doc["tests"]] == [2.0]
+    assert doc["score"] == 0.0 and [t["max_score"] for t in doc["tests"]] == [ex.points for ex in exercises.for_chapter("02")]
     assert "says it is chapter 05" in doc["output"] and "05.MultiHeadSelfAttention" in doc["output"]
     assert "stuck.ipynb: a FIFO, not a regular file" in doc["output"] and doc["output_format"] == "text"
 

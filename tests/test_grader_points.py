@@ -166,13 +166,17 @@ def test_points_file_sets_exercises_and_parts(tmp_path):
     softmax, sdpa = exercises.get("01.softmax"), exercises.get(SDPA)
     assert (table.max_points(softmax), table.max_points(sdpa)) == (4.0, 6.0)
     assert table.part_points(sdpa) == {"attention": 1.5, "masking": 4.5}
-    assert table.chapter_max("01") == 10.0 and table.chapter_max("02") == 2.0  # unlisted: registry's
+    # Unlisted exercises (chapter 02's, chapter 01's stretch) keep the registry's points.
+    unlisted_01 = sum(ex.points for ex in exercises.REGISTRY.values()
+                      if ex.chapter == "01" and ex.id not in ("01.softmax", SDPA))
+    registry_02 = sum(ex.points for ex in exercises.REGISTRY.values() if ex.chapter == "02")
+    assert table.chapter_max("01") == 10.0 + unlisted_01 and table.chapter_max("02") == registry_02
     v = evaluate(sdpa_ignores_mask, SDPA, seed=0)
     assert _scored(SDPA, v, table).score == 1.5
     # A notebook that could not be graded counts against the configured maximum too.
     unreadable = SubmissionResult("x/01.ipynb", "x", "01", 0.0, 5.0, error="cannot read the notebook")
     apply([unreadable], table)
-    assert (unreadable.score, unreadable.max_score) == (0.0, 10.0)
+    assert (unreadable.score, unreadable.max_score) == (0.0, 10.0 + unlisted_01)
 
 
 def test_a_points_file_saved_by_a_spreadsheet_reads_the_same(tmp_path):
@@ -336,7 +340,10 @@ def test_a_batch_scores_parts_points_and_overrides_and_a_resume_reapplies_them(t
     out = tmp_path / "out"
     doc = grade_batch([tmp_path / "class"], out, jobs=2, seed=4, limits=FAST, progress=False, chapter="01")
     subs = {s["student"]: s for s in doc["submissions"]}
-    assert (subs["alice"]["score"], subs["bob"]["score"], subs["bob"]["max_score"]) == (5.0, 4.0, 5.0)
+    # Chapter 01's other exercises (its stretch) are missing from both notebooks: 0 of their points.
+    extra = sum(ex.points for ex in exercises.REGISTRY.values()
+                if ex.chapter == "01" and ex.id not in ("01.softmax", SDPA))
+    assert (subs["alice"]["score"], subs["bob"]["score"], subs["bob"]["max_score"]) == (5.0, 4.0, 5.0 + extra)
     bob_sdpa = subs["bob"]["exercises"][1]
     assert (bob_sdpa["status"], bob_sdpa["score"], bob_sdpa["points"], bob_sdpa["max_points"]) == ("failed", 2.0, 2.0, 3.0)
     assert [p["passed"] for p in bob_sdpa["parts"]] == [True, False] and bob_sdpa["override"] is None
@@ -353,8 +360,8 @@ def test_a_batch_scores_parts_points_and_overrides_and_a_resume_reapplies_them(t
     assert code == 1 and "needs attention: 2 override(s) not applied as written" in err and "override for 'dave', 01.softmax not applied" in err and "clamped to 4" in err
     doc = json.loads((out / "results.json").read_text())
     subs = {s["student"]: s for s in doc["submissions"]}
-    assert (subs["alice"]["score"], subs["alice"]["max_score"]) == (10.0, 10.0)
-    assert (subs["bob"]["score"], subs["bob"]["max_score"]) == (9.0, 10.0)  # 4 (clamped 9) + 5 (override)
+    assert (subs["alice"]["score"], subs["alice"]["max_score"]) == (10.0, 10.0 + extra)
+    assert (subs["bob"]["score"], subs["bob"]["max_score"]) == (9.0, 10.0 + extra)  # 4 (clamped 9) + 5 (override)
     bob_sdpa = subs["bob"]["exercises"][1]
     assert (bob_sdpa["points"], bob_sdpa["score"], bob_sdpa["override"]["comment"]) == (4.0, 5.0, "masks were not taught this year")
     assert (doc["points_file"], doc["overrides_file"]) == (str(points), str(overrides))
