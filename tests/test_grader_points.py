@@ -30,6 +30,9 @@ from mhsa_ref.spec import Exercise, Part
 from .test_grader import FAST, SDPA_OK, SOFTMAX_OK, notebook, save
 
 SDPA = "01.scaled_dot_product_attention"
+# Chapter 01's exercises beyond softmax and SDPA (its stretch exercise): a result or notebook that
+# lacks them is still scored out of their registry points.
+CH01_EXTRA = sum(ex.points for ex in exercises.for_chapter("01") if ex.id not in ("01.softmax", SDPA))
 
 
 # =============================================================================================
@@ -224,7 +227,8 @@ def test_the_template_holds_the_registrys_defaults_and_reads_back(tmp_path, caps
     assert cli.main(["points-template", "1", "-o", str(tmp_path / "p01.csv")]) == 0
     text = (tmp_path / "p01.csv").read_text()
     assert "exercise,part,points\n01.softmax,,2\n# 01.scaled_dot_product_attention, 3 points in all: attention" in text
-    assert text.endswith("01.scaled_dot_product_attention,attention,2\n01.scaled_dot_product_attention,masking,1\n")
+    assert "01.scaled_dot_product_attention,attention,2\n01.scaled_dot_product_attention,masking,1\n" in text
+    assert text.endswith("01.self_attention,,2\n")  # the stretch exercise, last, at the registry's points
     assert "02." not in text
     with pytest.raises(SystemExit):
         cli.main(["points-template", "99"])
@@ -257,9 +261,9 @@ def test_overrides_replace_a_score_clamp_and_report_what_matches_nothing(tmp_pat
     assert (alice["01.softmax"].score, alice["01.softmax"].points) == (1.0, 2.0)
     assert alice["01.softmax"].override == {"score": 1.0, "comment": "late, by two days", "by": "", "file": str(path),
                                             "line": 2, "clamped_from": None}
-    assert (results[0].score, results[0].max_score) == (3.0, 5.0)  # 1 (override) + 2 (attention part)
+    assert (results[0].score, results[0].max_score) == (3.0, 5.0 + CH01_EXTRA)  # 1 (override) + 2 (attention part)
     assert (bob[SDPA].score, bob[SDPA].points, bob[SDPA].override["clamped_from"]) == (3.0, 2.0, 7.0)
-    assert (results[1].score, results[1].max_score) == (5.0, 5.0)
+    assert (results[1].score, results[1].max_score) == (5.0, 5.0 + CH01_EXTRA)
     assert warnings == [
         f"{path}, line 3: score 7 for 'bob', {SDPA} is outside [0, 3]; clamped to 3",
         f"{path}, line 4: override for 'carol', 01.softmax not applied: no student 'carol' in this batch",
@@ -286,7 +290,7 @@ def test_an_override_shows_in_the_learners_feedback_and_gradescope(tmp_path):
     assert "- attention: passed (2 / 2)\n- masking: not passed (0 / 1)" in md
     assert "&lt;b&gt;Late&lt;/b&gt;" in feedback_html(r) and "<b>Late" not in feedback_html(r)
     gs = gradescope_json(r)
-    assert gs["score"] == 3.5 and gs["extra_data"]["max_score"] == 5.0
+    assert gs["score"] == 3.5 and gs["extra_data"]["max_score"] == 5.0 + CH01_EXTRA
     assert gs["tests"][0]["score"] == 1.5 and gs["tests"][0]["output"].startswith(
         "Adjusted by your instructor to 1.5 / 2 (the checks gave 2).\nComment from your instructor: <b>Late</b>")
     assert r.exercises[0].override["by"] == "TA Kim"
@@ -368,7 +372,7 @@ def test_a_batch_scores_parts_points_and_overrides_and_a_resume_reapplies_them(t
     assert len(doc["override_warnings"]) == 2
     assert {p.name: p.stat().st_mtime_ns for p in (out / "results").glob("*.json")} == stored  # nothing regraded
     feedback = "".join(p.read_text() for p in (out / "feedback").glob("bob*/*.md"))
-    assert "masks were not taught this year" in feedback and "Score: **9 / 10**" in feedback
+    assert "masks were not taught this year" in feedback and f"Score: **9 / {10 + CH01_EXTRA:g}**" in feedback
     gradescope = [json.loads(p.read_text()) for p in (out / "gradescope").glob("bob*/*.json")]
     assert [g["score"] for g in gradescope] == [9.0]
     gradebook = (out / "gradebook.csv").read_text()
