@@ -1408,7 +1408,7 @@ def test_feedback_files_belong_to_their_student(batch: Batch) -> None:
     assert len(md_files) == len(batch.doc["submissions"]), \
         f"{len(md_files)} feedback files for {len(batch.doc['submissions'])} students: some were overwritten"
     honest = (batch.out / "feedback" / "honest_full" / "01.md").read_text()
-    assert "Notebook: `honest_full.ipynb`" in honest and "Score: **5 / 5**" in honest, honest[:300]
+    assert "Notebook: `honest_full.ipynb`" in honest and f"Score: **5 / {CH01_MAX:g}**" in honest, honest[:300]
     grades = json.loads((batch.out / "gradescope" / "honest_full" / "01.json").read_text())
     assert grades["score"] == 5.0
 
@@ -1516,7 +1516,7 @@ def test_cli_attackers(course_folder: Path) -> None:
         assert sdpa["status"] in ATTACK_BY_NAME[name].sdpa, _describe(sub)
         assert sub["score"] < 5.0
     rows = list(csv.DictReader(io.StringIO((out / "gradebook.csv").read_text())))
-    assert len(rows) == 2 * len(by_student)
+    assert len(rows) == len(CH01_IDS) * len(by_student)
     assert hashlib.sha256((subs / "honest_full.ipynb").read_bytes()).hexdigest() == digest
     left = _left_running(procs_before)
     assert not left, f"left running after mhsa-grade: {left}"
