@@ -50,6 +50,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
+from mhsa_ref import exercises
 from mhsa_ref.grader import cli
 from mhsa_ref.grader.batch import grade_batch
 from mhsa_ref.grader.grade import grade_notebook
@@ -60,6 +61,10 @@ TOKEN = "mhsaatk" + secrets.token_hex(4)  # 15 characters: fits a process name (
 SEED = 20260101
 LIMITS = Limits(timeout_s=3, memory_mb=512)
 SOFTMAX_ID, SDPA_ID = "01.softmax", "01.scaled_dot_product_attention"
+# Chapter 01 as the registry has it (its stretch exercise after these two): an attacker's
+# notebook defines only the first two, and is graded out of all of them.
+CH01_IDS = [ex.id for ex in exercises.for_chapter("01")]
+CH01_MAX = sum(ex.points for ex in exercises.for_chapter("01"))
 NOT_PASSED = {"failed", "error", "timeout", "out_of_memory", "not_implemented", "missing", "forbidden"}
 FORGED_NAMES = {"results.json", "gradebook.csv", "results", "summary.md", "gradescope", "feedback"}
 
@@ -1330,8 +1335,8 @@ def test_batch_intact(batch: Batch) -> None:
         assert Path(sub["path"]).parent == batch.subs, sub["path"]
         assert not (sub["error"] or "").startswith("the grader itself failed"), f"{sub['student']}: {sub['error']}"
         if sub["error"] is None:  # (a notebook-level error is the per-attack test's business)
-            assert sub["max_score"] == 5.0
-            assert [e["id"] for e in sub["exercises"]] == [SOFTMAX_ID, SDPA_ID]
+            assert sub["max_score"] == CH01_MAX
+            assert [e["id"] for e in sub["exercises"]] == CH01_IDS
 
 
 def test_gradebook_is_the_graders(batch: Batch) -> None:
@@ -1403,7 +1408,7 @@ def test_feedback_files_belong_to_their_student(batch: Batch) -> None:
     assert len(md_files) == len(batch.doc["submissions"]), \
         f"{len(md_files)} feedback files for {len(batch.doc['submissions'])} students: some were overwritten"
     honest = (batch.out / "feedback" / "honest_full" / "01.md").read_text()
-    assert "Notebook: `honest_full.ipynb`" in honest and "Score: **5 / 5**" in honest, honest[:300]
+    assert "Notebook: `honest_full.ipynb`" in honest and f"Score: **5 / {CH01_MAX:g}**" in honest, honest[:300]
     grades = json.loads((batch.out / "gradescope" / "honest_full" / "01.json").read_text())
     assert grades["score"] == 5.0
 
@@ -1511,7 +1516,7 @@ def test_cli_attackers(course_folder: Path) -> None:
         assert sdpa["status"] in ATTACK_BY_NAME[name].sdpa, _describe(sub)
         assert sub["score"] < 5.0
     rows = list(csv.DictReader(io.StringIO((out / "gradebook.csv").read_text())))
-    assert len(rows) == 2 * len(by_student)
+    assert len(rows) == len(CH01_IDS) * len(by_student)
     assert hashlib.sha256((subs / "honest_full.ipynb").read_bytes()).hexdigest() == digest
     left = _left_running(procs_before)
     assert not left, f"left running after mhsa-grade: {left}"

@@ -39,8 +39,12 @@ from pathlib import Path
 import nbformat
 import pytest
 
+from mhsa_ref import exercises
 from mhsa_ref.grader import cli, discover
 from mhsa_ref.grader.run import Limits
+
+# Chapter 02's maximum as the registry has it (softmax_jacobian and its stretch exercise).
+CH02_MAX = sum(ex.points for ex in exercises.for_chapter("02"))
 
 # The grader's newer parts are imported inside the tests that use them, so that the batch's
 # attacks also run (and fail for their own reasons) against a grader without them.
@@ -135,7 +139,7 @@ def build_class(base: Path) -> Path:
     return cls
 
 
-HONEST = {"alice": 2.0, "dave": 2.0, "heidi": 2.0, "ivan": 2.0, FORMULA_FOLDER: 2.0, "evil\n<img src=x onerror=alert(1)>": 2.0}
+HONEST = {"alice": CH02_MAX, "dave": 2.0, "heidi": 2.0, "ivan": 2.0, FORMULA_FOLDER: 2.0, "evil\n<img src=x onerror=alert(1)>": 2.0}
 SKIPPED = {"carol/folder.ipynb": "a folder named like a notebook", "carol/pipe.ipynb": "a FIFO",
            "carol/zero.ipynb": "symbolic link", "carol/dangling.ipynb": "symbolic link",
            "carol/outside.ipynb": "symbolic link", "carol/outside_dir": "symbolic link to a folder"}
@@ -186,7 +190,7 @@ def test_every_student_once_and_every_notebook_accounted_for(graded):
                        f"grace/Copy of {NB}", f"carol/{NB}", f"dave/{NB}", f"erin/{NB}", f"frank/{NB}",
                        f"heidi/{NB}", f"ivan/{NB}", f"judy/{NB}", f"{HOSTILE_FOLDER}/{NB}", f"{FORMULA_FOLDER}/{NB}", HOSTILE_FILE])
     assert rels == expected
-    assert all(s["chapter"] == "02" and s["max_score"] == 2.0 for s in doc["submissions"])
+    assert all(s["chapter"] == "02" and s["max_score"] == CH02_MAX for s in doc["submissions"])
     assert all(s["score"] <= s["max_score"] for s in doc["submissions"])
     assert all(not (s["error"] or "").startswith("the grader") for s in doc["submissions"])
     for student, score in HONEST.items():
@@ -208,8 +212,8 @@ def test_a_notebook_cannot_choose_its_chapter(graded):
     _, _, doc, _ = graded
     mallory = _one(doc, "mallory")
     assert mallory["chapter"] == "02" and mallory["chapter_source"] == "configured"
-    assert mallory["score"] == 0.0 and mallory["max_score"] == 2.0
-    assert [e["id"] for e in mallory["exercises"]] == ["02.softmax_jacobian"]
+    assert mallory["score"] == 0.0 and mallory["max_score"] == CH02_MAX
+    assert [e["id"] for e in mallory["exercises"]] == [ex.id for ex in exercises.for_chapter("02")]
     assert mallory["exercises"][0]["status"] == "missing"
     assert {"05.MultiHeadSelfAttention", "05.from_torch_mha"} <= set(mallory["other_chapter_exercises"])
     assert any("says it is chapter 05" in n for n in mallory["notes"]), mallory["notes"]
@@ -238,7 +242,7 @@ def test_without_a_configured_chapter_the_notebook_suggests_and_the_results_say_
     assert "needs attention: 1 notebook(s) could not be graded" in proc.stderr
     doc = json.loads(proc.stdout)
     alice, mallory = _one(doc, "alice"), _one(doc, "mallory")
-    assert (alice["chapter"], alice["chapter_source"], alice["score"]) == ("02", "notebook metadata", 2.0)
+    assert (alice["chapter"], alice["chapter_source"], alice["score"]) == ("02", "notebook metadata", CH02_MAX)
     assert mallory["chapter"] is None and "metadata says chapter 05 but its file name says chapter 02" in mallory["error"]
     assert "No chapter was given" in (tmp_path / "o" / "summary.md").read_text()
 
@@ -337,7 +341,7 @@ def test_a_grade_past_the_deadline_is_an_error_row(tmp_path, monkeypatch):
     path = write(tmp_path / "alice" / NB, SOLVED_02)
     result = grade.grade_notebook(path, "alice", seed=1, limits=Limits(timeout_s=5), chapter="02")
     assert result.error == "not graded: reading the notebook's code took longer than -1 s"
-    assert (result.score, result.max_score, result.exercises) == (0.0, 2.0, [])
+    assert (result.score, result.max_score, result.exercises) == (0.0, CH02_MAX, [])
 
 
 # ---- item 5: special files -------------------------------------------------------------------
@@ -397,7 +401,7 @@ def test_a_file_swapped_for_a_fifo_after_discovery_is_an_error_row_not_a_hang(tm
 def test_a_nested_submitted_folder_does_not_change_whose_notebook_it_is(graded):
     cls, _, doc, _ = graded
     alice = _one(doc, "alice")
-    assert _rel(cls, alice) == f"alice/{NB}" and alice["score"] == 2.0
+    assert _rel(cls, alice) == f"alice/{NB}" and alice["score"] == CH02_MAX
     bobs = sorted(_rel(cls, s) for s in _subs(doc, "bob"))
     assert bobs == [f"bob/{NB}", f"bob/submitted/alice/ps1/{NB}"]
 
@@ -407,7 +411,7 @@ def test_two_notebooks_claiming_one_student_are_both_reported(graded):
     claims = {c["student"]: sorted(Path(p).name for p in c["paths"]) for c in doc["claimed_twice"]}
     assert claims == {"bob": [NB, NB], "grace": sorted([f"Copy of {NB}", NB])}
     grace = _subs(doc, "grace")
-    assert sorted(s["score"] for s in grace) == [0.0, 2.0]  # neither merged into nor replacing the other
+    assert sorted(s["score"] for s in grace) == [0.0, CH02_MAX]  # neither merged into nor replacing the other
     assert all(any("also claim student 'grace'" in n for n in s["notes"]) for s in grace)
     assert len(list((out / "feedback").glob("grace/02~*.md"))) == 2
     summary = (out / "summary.md").read_text()
@@ -567,7 +571,7 @@ def test_a_gradescope_bundle_grades_its_own_chapter_only(tmp_path):
     subprocess.run(["bash", str(root / "source" / "run_autograder")], check=True, env=env, capture_output=True,
                    timeout=300)
     doc = json.loads((root / "results" / "results.json").read_text())
-    assert doc["score"] == 0.0 and [t["max_score"] for t in doc["tests"]] == [2.0]
+    assert doc["score"] == 0.0 and [t["max_score"] for t in doc["tests"]] == [ex.points for ex in exercises.for_chapter("02")]
     assert "says it is chapter 05" in doc["output"] and "05.MultiHeadSelfAttention" in doc["output"]
     assert "stuck.ipynb: a FIFO, not a regular file" in doc["output"] and doc["output_format"] == "text"
 
@@ -582,7 +586,7 @@ def test_collect_never_passes_the_assignments_maximum(tmp_path):
     write(out / "gradescope" / "b.json", json.dumps(over))
     collect(out, tmp_path / "results.json", "02")
     doc = json.loads((tmp_path / "results.json").read_text())
-    assert doc["score"] == 2.0
+    assert doc["score"] == CH02_MAX
     write(out / "gradescope" / "b.json", json.dumps(dict(over, score=0.0)))
     collect(out, tmp_path / "results.json", "02")
     assert json.loads((tmp_path / "results.json").read_text())["score"] == 0.0  # the chapter-05 result counts nothing
@@ -630,7 +634,7 @@ def test_two_class_folders_in_one_batch_are_each_their_own_root(tmp_path):
     write(tmp_path / "evening" / "bob" / NB, SOLVED_02)
     doc = grade_batch([tmp_path / "morning", tmp_path / "evening"], tmp_path / "out", seed=1, chapter="02",
                       limits=Limits(timeout_s=5), progress=False)
-    assert {(s["student"], s["score"], s["error"]) for s in doc["submissions"]} == {("alice", 2.0, None), ("bob", 2.0, None)}
+    assert {(s["student"], s["score"], s["error"]) for s in doc["submissions"]} == {("alice", CH02_MAX, None), ("bob", CH02_MAX, None)}
     assert doc["roots"] == [os.path.realpath(tmp_path / "morning"), os.path.realpath(tmp_path / "evening")]
 
 
@@ -644,5 +648,5 @@ def test_file_names_that_are_not_utf8_are_graded_and_shown(tmp_path):
     out = tmp_path / "out"
     doc = grade_batch([cls], out, seed=1, chapter="02", limits=Limits(timeout_s=5), progress=False)
     # (shown as escapes, so that two students' undecodable names stay two students: redteam14)
-    assert sorted((s["student"], s["score"]) for s in doc["submissions"]) == [("\\xff\\xfe", 2.0), ("alice", 2.0)]
+    assert sorted((s["student"], s["score"]) for s in doc["submissions"]) == [("\\xff\\xfe", CH02_MAX), ("alice", CH02_MAX)]
     assert "\\xff\\xfe" in (out / "summary.md").read_text() and len(list((out / "feedback").rglob("*.md"))) == 2

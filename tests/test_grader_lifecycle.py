@@ -26,6 +26,7 @@ from pathlib import Path
 
 import pytest
 
+from mhsa_ref import exercises
 from mhsa_ref.grader import batch as batch_module
 from mhsa_ref.grader import cli
 from mhsa_ref.grader.batch import grade_batch
@@ -404,9 +405,10 @@ def test_an_ungradable_notebook_counts_against_the_assignments_maximum(tmp_path,
         assert code == cli.EXIT_ATTENTION, err
         assert "needs attention: 2 notebook(s) could not be graded" in err
         subs = {s["student"]: s for s in json.loads((out / "results.json").read_text())["submissions"]}
-        assert (subs["alice"]["score"], subs["alice"]["max_score"]) == (2.0, 5.0)
-        for name in ("bob", "carol"):  # 0 of 5 (chapter 01's maximum), not 0 of 0
-            assert (subs[name]["score"], subs[name]["max_score"], subs[name]["chapter"]) == (0.0, 5.0, "01"), subs[name]
+        ch01_max = sum(ex.points for ex in exercises.for_chapter("01"))
+        assert (subs["alice"]["score"], subs["alice"]["max_score"]) == (2.0, ch01_max)
+        for name in ("bob", "carol"):  # 0 of chapter 01's maximum, not 0 of 0
+            assert (subs[name]["score"], subs[name]["max_score"], subs[name]["chapter"]) == (0.0, ch01_max, "01"), subs[name]
             assert subs[name]["error"]
 
 

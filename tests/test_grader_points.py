@@ -30,6 +30,9 @@ from mhsa_ref.spec import Exercise, Part
 from .test_grader import FAST, SDPA_OK, SOFTMAX_OK, notebook, save
 
 SDPA = "01.scaled_dot_product_attention"
+# Chapter 01's exercises beyond softmax and SDPA (its stretch exercise): a result or notebook that
+# lacks them is still scored out of their registry points.
+CH01_EXTRA = sum(ex.points for ex in exercises.for_chapter("01") if ex.id not in ("01.softmax", SDPA))
 
 
 # =============================================================================================
@@ -166,13 +169,17 @@ def test_points_file_sets_exercises_and_parts(tmp_path):
     softmax, sdpa = exercises.get("01.softmax"), exercises.get(SDPA)
     assert (table.max_points(softmax), table.max_points(sdpa)) == (4.0, 6.0)
     assert table.part_points(sdpa) == {"attention": 1.5, "masking": 4.5}
-    assert table.chapter_max("01") == 10.0 and table.chapter_max("02") == 2.0  # unlisted: registry's
+    # Unlisted exercises (chapter 02's, chapter 01's stretch) keep the registry's points.
+    unlisted_01 = sum(ex.points for ex in exercises.REGISTRY.values()
+                      if ex.chapter == "01" and ex.id not in ("01.softmax", SDPA))
+    registry_02 = sum(ex.points for ex in exercises.REGISTRY.values() if ex.chapter == "02")
+    assert table.chapter_max("01") == 10.0 + unlisted_01 and table.chapter_max("02") == registry_02
     v = evaluate(sdpa_ignores_mask, SDPA, seed=0)
     assert _scored(SDPA, v, table).score == 1.5
     # A notebook that could not be graded counts against the configured maximum too.
     unreadable = SubmissionResult("x/01.ipynb", "x", "01", 0.0, 5.0, error="cannot read the notebook")
     apply([unreadable], table)
-    assert (unreadable.score, unreadable.max_score) == (0.0, 10.0)
+    assert (unreadable.score, unreadable.max_score) == (0.0, 10.0 + unlisted_01)
 
 
 def test_a_points_file_saved_by_a_spreadsheet_reads_the_same(tmp_path):
@@ -220,7 +227,8 @@ def test_the_template_holds_the_registrys_defaults_and_reads_back(tmp_path, caps
     assert cli.main(["points-template", "1", "-o", str(tmp_path / "p01.csv")]) == 0
     text = (tmp_path / "p01.csv").read_text()
     assert "exercise,part,points\n01.softmax,,2\n# 01.scaled_dot_product_attention, 3 points in all: attention" in text
-    assert text.endswith("01.scaled_dot_product_attention,attention,2\n01.scaled_dot_product_attention,masking,1\n")
+    assert "01.scaled_dot_product_attention,attention,2\n01.scaled_dot_product_attention,masking,1\n" in text
+    assert text.endswith("01.self_attention,,2\n")  # the stretch exercise, last, at the registry's points
     assert "02." not in text
     with pytest.raises(SystemExit):
         cli.main(["points-template", "99"])
@@ -253,9 +261,9 @@ def test_overrides_replace_a_score_clamp_and_report_what_matches_nothing(tmp_pat
     assert (alice["01.softmax"].score, alice["01.softmax"].points) == (1.0, 2.0)
     assert alice["01.softmax"].override == {"score": 1.0, "comment": "late, by two days", "by": "", "file": str(path),
                                             "line": 2, "clamped_from": None}
-    assert (results[0].score, results[0].max_score) == (3.0, 5.0)  # 1 (override) + 2 (attention part)
+    assert (results[0].score, results[0].max_score) == (3.0, 5.0 + CH01_EXTRA)  # 1 (override) + 2 (attention part)
     assert (bob[SDPA].score, bob[SDPA].points, bob[SDPA].override["clamped_from"]) == (3.0, 2.0, 7.0)
-    assert (results[1].score, results[1].max_score) == (5.0, 5.0)
+    assert (results[1].score, results[1].max_score) == (5.0, 5.0 + CH01_EXTRA)
     assert warnings == [
         f"{path}, line 3: score 7 for 'bob', {SDPA} is outside [0, 3]; clamped to 3",
         f"{path}, line 4: override for 'carol', 01.softmax not applied: no student 'carol' in this batch",
@@ -282,7 +290,7 @@ def test_an_override_shows_in_the_learners_feedback_and_gradescope(tmp_path):
     assert "- attention: passed (2 / 2)\n- masking: not passed (0 / 1)" in md
     assert "&lt;b&gt;Late&lt;/b&gt;" in feedback_html(r) and "<b>Late" not in feedback_html(r)
     gs = gradescope_json(r)
-    assert gs["score"] == 3.5 and gs["extra_data"]["max_score"] == 5.0
+    assert gs["score"] == 3.5 and gs["extra_data"]["max_score"] == 5.0 + CH01_EXTRA
     assert gs["tests"][0]["score"] == 1.5 and gs["tests"][0]["output"].startswith(
         "Adjusted by your instructor to 1.5 / 2 (the checks gave 2).\nComment from your instructor: <b>Late</b>")
     assert r.exercises[0].override["by"] == "TA Kim"
@@ -336,7 +344,10 @@ def test_a_batch_scores_parts_points_and_overrides_and_a_resume_reapplies_them(t
     out = tmp_path / "out"
     doc = grade_batch([tmp_path / "class"], out, jobs=2, seed=4, limits=FAST, progress=False, chapter="01")
     subs = {s["student"]: s for s in doc["submissions"]}
-    assert (subs["alice"]["score"], subs["bob"]["score"], subs["bob"]["max_score"]) == (5.0, 4.0, 5.0)
+    # Chapter 01's other exercises (its stretch) are missing from both notebooks: 0 of their points.
+    extra = sum(ex.points for ex in exercises.REGISTRY.values()
+                if ex.chapter == "01" and ex.id not in ("01.softmax", SDPA))
+    assert (subs["alice"]["score"], subs["bob"]["score"], subs["bob"]["max_score"]) == (5.0, 4.0, 5.0 + extra)
     bob_sdpa = subs["bob"]["exercises"][1]
     assert (bob_sdpa["status"], bob_sdpa["score"], bob_sdpa["points"], bob_sdpa["max_points"]) == ("failed", 2.0, 2.0, 3.0)
     assert [p["passed"] for p in bob_sdpa["parts"]] == [True, False] and bob_sdpa["override"] is None
@@ -353,15 +364,15 @@ def test_a_batch_scores_parts_points_and_overrides_and_a_resume_reapplies_them(t
     assert code == 1 and "needs attention: 2 override(s) not applied as written" in err and "override for 'dave', 01.softmax not applied" in err and "clamped to 4" in err
     doc = json.loads((out / "results.json").read_text())
     subs = {s["student"]: s for s in doc["submissions"]}
-    assert (subs["alice"]["score"], subs["alice"]["max_score"]) == (10.0, 10.0)
-    assert (subs["bob"]["score"], subs["bob"]["max_score"]) == (9.0, 10.0)  # 4 (clamped 9) + 5 (override)
+    assert (subs["alice"]["score"], subs["alice"]["max_score"]) == (10.0, 10.0 + extra)
+    assert (subs["bob"]["score"], subs["bob"]["max_score"]) == (9.0, 10.0 + extra)  # 4 (clamped 9) + 5 (override)
     bob_sdpa = subs["bob"]["exercises"][1]
     assert (bob_sdpa["points"], bob_sdpa["score"], bob_sdpa["override"]["comment"]) == (4.0, 5.0, "masks were not taught this year")
     assert (doc["points_file"], doc["overrides_file"]) == (str(points), str(overrides))
     assert len(doc["override_warnings"]) == 2
     assert {p.name: p.stat().st_mtime_ns for p in (out / "results").glob("*.json")} == stored  # nothing regraded
     feedback = "".join(p.read_text() for p in (out / "feedback").glob("bob*/*.md"))
-    assert "masks were not taught this year" in feedback and "Score: **9 / 10**" in feedback
+    assert "masks were not taught this year" in feedback and f"Score: **9 / {10 + CH01_EXTRA:g}**" in feedback
     gradescope = [json.loads(p.read_text()) for p in (out / "gradescope").glob("bob*/*.json")]
     assert [g["score"] for g in gradescope] == [9.0]
     gradebook = (out / "gradebook.csv").read_text()

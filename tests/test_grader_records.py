@@ -425,21 +425,22 @@ def test_a_real_two_chapter_batch(tmp_path):
         (cls / rel).write_text(text)
     out = tmp_path / "out"
     grade_batch([cls], out, seed=3, jobs=2, limits=Limits(timeout_s=10), progress=False)
-    # 01 is out of 5: alice 5, bob 2 (softmax only). 02 is out of 2: alice 2, carol 0.
+    # 01 is out of 7 (5 + its stretch exercise, missing here): alice 5, bob 2 (softmax only).
+    # 02 is out of 4 (2 + its stretch exercise): alice 2, carol 0.
     text = (out / "summary.md").read_text()
     assert table(text, "Chapters") == [
         ["chapter", "students", "notebooks", "out of", "mean", "median", "lowest", "highest", "mean %"],
-        ["01", "2", "2", "5", "3.5", "3.5", "2", "5", "70.0"],
-        ["02", "2", "2", "2", "1", "1", "0", "2", "50.0"],
+        ["01", "2", "2", "7", "3.5", "3.5", "2", "5", "50.0"],
+        ["02", "2", "2", "4", "1", "1", "0", "2", "25.0"],
     ]
     assert table(text, "Students") == [
-        ["student", "01 (of 5)", "02 (of 2)", "total (of 7)", "%"],
-        ["`alice`", "5", "2", "7", "100.0"],
-        ["`bob`", "2", "\u2014", "2", "28.6"],
+        ["student", "01 (of 7)", "02 (of 4)", "total (of 11)", "%"],
+        ["`alice`", "5", "2", "7", "63.6"],
+        ["`bob`", "2", "\u2014", "2", "18.2"],
         ["`carol`", "\u2014", "0", "0", "0.0"],
     ]
     rows = list(csv.reader(io.StringIO((out / "gradebook-wide.csv").read_text())))
-    assert rows[1:] == [["alice", "5", "2", "7", "100", ""], ["bob", "2", "", "2", "28.6", ""],
+    assert rows[1:] == [["alice", "5", "2", "7", "63.6", ""], ["bob", "2", "", "2", "18.2", ""],
                         ["carol", "", "0", "0", "0", ""]]
     assert sorted(p.relative_to(out / "feedback").as_posix() for p in (out / "feedback").rglob("*.md")) == [
         "alice/01.md", "alice/02.md", "bob/01.md", "carol/02.md"]

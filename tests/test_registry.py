@@ -17,10 +17,13 @@ from mhsa_ref.judge import call, judge
 CATALOG = {
     "01.softmax": "softmax(x, axis=-1)",
     "01.scaled_dot_product_attention": "scaled_dot_product_attention(Q, K, V, mask=None)",
+    "01.self_attention": "self_attention(X, W_q, W_k, W_v, mask=None)",
     "02.softmax_jacobian": "softmax_jacobian(p)",
+    "02.tempered_softmax_jacobian": "tempered_softmax_jacobian(x, T)",
     "03.causal_mask": "causal_mask(L)",
     "03.padding_mask": "padding_mask(lengths, L)",
     "03.build_attention_mask": "build_attention_mask(lengths, L, causal=False)",
+    "03.packed_mask": "packed_mask(segment_ids, causal=True)",
     "04.split_heads": "split_heads(X, num_heads)",
     "04.merge_heads": "merge_heads(X)",
     "04.multi_head_attention": "multi_head_attention(X, W_q, W_k, W_v, W_o, num_heads, mask=None)",

@@ -357,3 +357,78 @@ WRONG_SDPA = [
 ]
 
 WRONG = [(SOFTMAX, mid, fn) for mid, fn in WRONG_SOFTMAX] + [(SDPA, mid, fn) for mid, fn in WRONG_SDPA]
+
+
+# ============================================================================================
+# 01.self_attention (stretch): written apart from the registry's variants
+# ============================================================================================
+
+SELF = "01.self_attention"
+
+
+def self_attention_calls_sdpa(X, W_q, W_k, W_v, mask=None):
+    """Project, then reuse the learner's own attention (as the chapter suggests)."""
+    return sdpa_matmul(X @ W_q, X @ W_k, X @ W_v, mask)
+
+
+def self_attention_einsum(X, W_q, W_k, W_v, mask=None):
+    """Everything in einsum, the scale from the projection's width."""
+    Q = np.einsum("...ld,dk->...lk", X, W_q)
+    K = np.einsum("...ld,dk->...lk", X, W_k)
+    V = np.einsum("...ld,dv->...lv", X, W_v)
+    return sdpa_einsum(Q, K, V, mask)
+
+
+def self_attention_folded(X, W_q, W_k, W_v, mask=None):
+    """Folds W_q W_k^T into one (d, d) bilinear form: scores = X (W_q W_k^T) X^T / sqrt(d_k)."""
+    A = W_q @ W_k.T / np.sqrt(W_q.shape[1])
+    scores = X @ A @ np.swapaxes(X, -1, -2)
+    if mask is not None:
+        scores = np.where(mask, scores, -np.inf)
+    top = scores.max(axis=-1, keepdims=True)
+    top = np.where(np.isfinite(top), top, 0.0)
+    e = np.exp(scores - top)
+    total = e.sum(axis=-1, keepdims=True)
+    w = np.divide(e, total, out=np.zeros_like(e), where=total > 0)
+    return w @ (X @ W_v), w
+
+
+CORRECT[SELF] = [self_attention_calls_sdpa, self_attention_einsum, self_attention_folded]
+
+
+def self_attention_raw_x(X, W_q, W_k, W_v, mask=None):
+    return sdpa_matmul(X, X, X, mask)
+
+
+def self_attention_sqrt_d(X, W_q, W_k, W_v, mask=None):
+    """Scales by the model width: undo sdpa's sqrt(d_k), apply sqrt(d)."""
+    Q = X @ W_q * np.sqrt(W_q.shape[1]) / np.sqrt(X.shape[-1])
+    return sdpa_einsum(Q, X @ W_k, X @ W_v, mask)
+
+
+def self_attention_swapped(X, W_q, W_k, W_v, mask=None):
+    return sdpa_matmul(X @ W_k, X @ W_q, X @ W_v, mask)
+
+
+def self_attention_values_x(X, W_q, W_k, W_v, mask=None):
+    return sdpa_loops(X @ W_q, X @ W_k, X, mask)
+
+
+def self_attention_float32(X, W_q, W_k, W_v, mask=None):
+    out, w = self_attention_einsum(X, W_q, W_k, W_v, mask)
+    return out.astype(np.float32), w.astype(np.float32)
+
+
+def self_attention_in_place(X, W_q, W_k, W_v, mask=None):
+    W_q /= np.sqrt(W_q.shape[1])  # folds the scale into the caller's weights
+    return sdpa_matmul(X @ W_q * np.sqrt(W_q.shape[1]), X @ W_k, X @ W_v, mask)
+
+
+WRONG += [
+    (SELF, "self-attention-no-projections", self_attention_raw_x),
+    (SELF, "self-attention-scale-by-d-model", self_attention_sqrt_d),
+    (SELF, "self-attention-query-key-swapped", self_attention_swapped),
+    (SELF, "self-attention-values-unprojected", self_attention_values_x),
+    (SELF, "float32-output", self_attention_float32),
+    (SELF, "input-modified-in-place", self_attention_in_place),
+]

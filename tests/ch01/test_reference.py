@@ -28,7 +28,7 @@ import hypothesis.extra.numpy as hnp  # noqa: E402
 from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from mhsa_ref.chapters.ch01.reference import scaled_dot_product_attention, softmax  # noqa: E402
+from mhsa_ref.chapters.ch01.reference import scaled_dot_product_attention, self_attention, softmax  # noqa: E402
 
 F = torch.nn.functional
 
@@ -678,3 +678,67 @@ def test_weights_carry_every_batch_axis_even_one_only_V_has():
     assert out.shape == (2, 3, 6) and weights.shape == (2, 3, 5)
     np.testing.assert_allclose(out, weights @ V)
     np.testing.assert_allclose(weights[0], weights[1])
+
+
+# ---------------------------------------------------------------------------------------------
+# 01.self_attention (stretch): against nn.MultiheadAttention with one head, and its properties
+
+
+def test_self_attention_matches_torch_multihead_attention_with_one_head():
+    """One head, no biases, W_o the identity: nn.MultiheadAttention is exactly self-attention.
+    torch stores in_proj_weight as (3 d, d) used as x @ W.T, so W_q is its first block, transposed."""
+    d = 6
+    rng = np.random.default_rng(11)
+    X = rng.normal(size=(2, 5, d))
+    mha = torch.nn.MultiheadAttention(d, 1, bias=False, batch_first=True, dtype=torch.float64)
+    with torch.no_grad():
+        mha.out_proj.weight.copy_(torch.eye(d, dtype=torch.float64))
+    W = mha.in_proj_weight.detach().numpy()
+    W_q, W_k, W_v = (W[i * d:(i + 1) * d].T for i in range(3))
+    causal = np.tril(np.ones((5, 5), dtype=bool))
+    for mask in (None, causal):
+        t = torch.from_numpy(X)
+        attn_mask = None if mask is None else torch.from_numpy(~mask)  # torch: True = blocked
+        want_out, want_w = mha(t, t, t, attn_mask=attn_mask, need_weights=True)
+        out, weights = self_attention(X, W_q, W_k, W_v, mask)
+        np.testing.assert_allclose(out, want_out.detach().numpy(), rtol=1e-10, atol=1e-12)
+        np.testing.assert_allclose(weights, want_w.detach().numpy(), rtol=1e-10, atol=1e-12)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(1, 6), st.integers(1, 5), st.integers(1, 5), st.integers(1, 5),
+       st.floats(0.1, 10.0), st.integers(0, 2**31 - 1))
+def test_self_attention_properties(L, d, d_k, d_v, c, seed):
+    """Equivariant under a permutation of the tokens; only W_q W_k^T matters; the scale is d_k's."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(L, d))
+    W_q, W_k = rng.normal(size=(d, d_k)), rng.normal(size=(d, d_k))
+    W_v = rng.normal(size=(d, d_v))
+    out, weights = self_attention(X, W_q, W_k, W_v)
+    perm = rng.permutation(L)
+    out_p, weights_p = self_attention(X[perm], W_q, W_k, W_v)
+    np.testing.assert_allclose(out_p, out[perm], atol=1e-10)
+    np.testing.assert_allclose(weights_p, weights[perm][:, perm], atol=1e-10)
+    np.testing.assert_allclose(self_attention(X, c * W_q, W_k / c, W_v)[1], weights, atol=1e-10)
+    scores = X @ W_q @ W_k.T @ X.T / np.sqrt(d_k)
+    np.testing.assert_allclose(weights, softmax(scores), atol=1e-12)
+
+
+@pytest.mark.parametrize("args, exc, pattern", [
+    ((np.ones((3, 4)), np.ones((5, 2)), np.ones((4, 2)), np.ones((4, 3))), ValueError, r"W_q .*\(5, 2\).*X \(3, 4\)"),
+    ((np.ones((3, 4)), np.ones((4, 2)), np.ones((4, 3)), np.ones((4, 3))), ValueError, r"W_q \(4, 2\) and W_k \(4, 3\)"),
+    ((np.ones(4), np.ones((4, 2)), np.ones((4, 2)), np.ones((4, 3))), ValueError, r"X must have at least 2"),
+    ((np.ones((3, 4)), np.ones((4, 2)), np.ones((4, 2)), np.ones((4,))), ValueError, r"W_v"),
+])
+def test_self_attention_bad_arguments_are_named(args, exc, pattern):
+    with pytest.raises(exc, match=pattern):
+        self_attention(*args)
+
+
+def test_self_attention_does_not_modify_its_inputs():
+    rng = np.random.default_rng(2)
+    args = [rng.normal(size=s) for s in ((2, 3, 4), (4, 2), (4, 2), (4, 5))]
+    copies = [a.copy() for a in args]
+    self_attention(*args, np.tril(np.ones((3, 3), dtype=bool)))
+    for a, b in zip(args, copies):
+        np.testing.assert_array_equal(a, b)

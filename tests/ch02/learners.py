@@ -10,6 +10,8 @@ proves it with these tables.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 JACOBIAN = "02.softmax_jacobian"
@@ -132,3 +134,104 @@ WRONG_JACOBIAN = [
 CORRECT = {JACOBIAN: CORRECT_JACOBIAN}
 
 WRONG = [(JACOBIAN, mid, fn) for mid, fn in WRONG_JACOBIAN]
+
+
+# ============================================================================================
+# 02.tempered_softmax_jacobian (stretch): written apart from the registry's variants
+# ============================================================================================
+
+TEMPERED = "02.tempered_softmax_jacobian"
+
+
+def tempered_loops(x, T):
+    """Entry by entry from dp_i/dx_j = p_i (delta_ij - p_j) / T, with a stable softmax."""
+    u = [v / T for v in x]
+    top = max(u)
+    e = [math.exp(v - top) for v in u]
+    p = [v / sum(e) for v in e]
+    n = len(p)
+    J = np.empty((n, n))
+    for i in range(n):
+        for j in range(n):
+            J[i, j] = p[i] * ((1.0 if i == j else 0.0) - p[j]) / T
+    return J
+
+
+def tempered_logsumexp(x, T):
+    """p through log-sum-exp; the Jacobian by broadcasting, the 1/T folded into p's row."""
+    u = np.asarray(x) / T
+    logp = u - (u.max() + np.log(np.exp(u - u.max()).sum()))
+    p = np.exp(logp)
+    return (np.diagflat(p) - p[:, None] * p[None, :]) * (1.0 / T)
+
+
+def tempered_finite_free_chain(x, T):
+    """Chain rule written as two Jacobians: d softmax(u)/du times du/dx = I / T."""
+    u = np.asarray(x, dtype=float) / T
+    p = np.exp(u - u.max())
+    p = p / p.sum()
+    outer = np.diag(p) - np.einsum("i,j->ij", p, p)
+    return outer @ (np.eye(len(p)) / T)
+
+
+CORRECT[TEMPERED] = [tempered_loops, tempered_logsumexp, tempered_finite_free_chain]
+
+
+def _stable_p(x, T):
+    u = np.asarray(x) / T
+    e = np.exp(u - u.max())
+    return e / e.sum()
+
+
+def tempered_forgets_chain(x, T):
+    p = _stable_p(x, T)
+    return np.diagflat(p) - p[:, None] * p
+
+
+def tempered_multiplies_T(x, T):
+    p = _stable_p(x, T)
+    return T * (np.diagflat(p) - np.outer(p, p))
+
+
+def tempered_divides_twice(x, T):
+    p = _stable_p(x / T, 1.0)
+    return (np.diagflat(p) - np.outer(p, p)) / T / T
+
+
+def tempered_untempered(x, T):
+    p = _stable_p(x, 1.0)
+    return (np.diagflat(p) - np.outer(p, p)) / T
+
+
+def tempered_logits_as_p(x, T):
+    """Copies chapter 02's formula with x in place of p."""
+    x = np.asarray(x)
+    return (np.diag(x) - x[:, None] * x[None, :]) / T
+
+
+def tempered_overflows(x, T):
+    e = np.exp(np.asarray(x) / T)
+    p = e / np.sum(e)
+    return np.einsum("ij->ij", np.diag(p) - np.outer(p, p)) / T
+
+
+def tempered_float32(x, T):
+    return tempered_logsumexp(x, T).astype(np.float32)
+
+
+def tempered_in_place(x, T):
+    x /= T  # the caller's logits, divided in place
+    p = _stable_p(x, 1.0)
+    return (np.diag(p) - np.outer(p, p)) / T
+
+
+WRONG += [
+    (TEMPERED, "tempered-jacobian-missing-inner-derivative", tempered_forgets_chain),
+    (TEMPERED, "tempered-jacobian-inner-derivative-inverted", tempered_multiplies_T),
+    (TEMPERED, "tempered-jacobian-inner-derivative-inverted", tempered_divides_twice),
+    (TEMPERED, "tempered-jacobian-untempered-p", tempered_untempered),
+    (TEMPERED, "tempered-jacobian-logits-as-p", tempered_logits_as_p),
+    (TEMPERED, "tempered-softmax-overflows", tempered_overflows),
+    (TEMPERED, "float32-output", tempered_float32),
+    (TEMPERED, "input-modified-in-place", tempered_in_place),
+]

@@ -126,3 +126,39 @@ def test_check_not_implemented_line(capsys):
 
     check(softmax_jacobian)
     assert capsys.readouterr().out.startswith(f"⏳ {JACOBIAN}: not implemented yet")
+
+
+# --- issue 16, item 9: the exercise asks for a derivation, it does not state the answer --------
+
+
+def _visible_markdown_before(notebook: str, exercise_heading: str) -> str:
+    """The chapter's markdown up to and including the exercise's statement, without what sits
+    in collapsed <details> blocks (a reader sees those only by opening them)."""
+    import re
+    from pathlib import Path
+
+    import nbformat
+
+    nb = nbformat.read(Path(__file__).resolve().parents[2] / "solutions" / notebook, as_version=4)
+    text = ""
+    for cell in nb.cells:
+        if cell.cell_type == "markdown":
+            text += cell.source + "\n"
+        if exercise_heading in cell.source:
+            break
+    return re.sub(r"<details>.*?</details>", "", text, flags=re.S)
+
+
+def test_jacobian_statement_does_not_state_the_formula():
+    visible = _visible_markdown_before("02_scaling.ipynb", "### ✏️ Exercise 02.softmax_jacobian")
+    assert "Exercise 02.softmax_jacobian" in visible
+    for answer in (r"\operatorname{diag}(p) - p", r"p_i\,(\delta_{ij} - p_j)", "I - p p^\\top"):
+        assert answer not in visible, f"the exercise's answer {answer!r} is visible before the learner derives it"
+
+
+def test_tempered_statement_does_not_state_the_formula():
+    visible = _visible_markdown_before("02_scaling.ipynb", "### ✏️ Exercise 02.tempered_softmax_jacobian")
+    assert "Exercise 02.tempered_softmax_jacobian" in visible and "stretch" in visible
+    stretch = visible[visible.index("## ✏️ Stretch exercise"):]
+    for answer in ("J(p)/T", "J(p) / T", r"\frac{1}{T}", "/ T\n", ") / T"):
+        assert answer not in stretch, f"the stretch exercise's answer {answer!r} is visible before the learner derives it"

@@ -23,7 +23,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mhsa_ref.chapters.ch01.reference import softmax
-from mhsa_ref.chapters.ch02.reference import softmax_jacobian
+from mhsa_ref.chapters.ch02.reference import softmax_jacobian, tempered_softmax_jacobian
 
 PROPS = settings(max_examples=60, deadline=None)
 
@@ -172,3 +172,58 @@ def test_not_1d_raises_value_error_naming_p_and_shape(p, shape):
 def test_non_numeric_raises_type_error_naming_p(bad):
     with pytest.raises(TypeError, match=r"^p "):
         softmax_jacobian(bad)
+
+
+# ---------------------------------------------------------------------------------------------
+# 02.tempered_softmax_jacobian (stretch)
+
+
+def torch_tempered_jacobian(x: np.ndarray, T: float) -> np.ndarray:
+    t = torch.from_numpy(np.array(x, dtype=np.float64, copy=True))
+    return torch.autograd.functional.jacobian(lambda v: torch.softmax(v / T, dim=0), t).numpy()
+
+
+@PROPS
+@given(hnp.arrays(np.float64, st.integers(1, 8), elements=st.floats(-30, 30)),
+       st.floats(0.05, 20.0))
+def test_tempered_jacobian_matches_torch_autograd(x, T):
+    np.testing.assert_allclose(tempered_softmax_jacobian(x, T), torch_tempered_jacobian(x, T),
+                               rtol=1e-9, atol=1e-12)
+
+
+@PROPS
+@given(hnp.arrays(np.float64, st.integers(1, 8), elements=st.floats(-5, 5)), st.floats(0.2, 5.0))
+def test_tempered_jacobian_properties(x, T):
+    """J(p)/T at p = softmax(x/T): symmetric, rows sum to 0, PSD, diagonal in [0, 1/(4T)];
+    T = 1 is the plain Jacobian."""
+    J = tempered_softmax_jacobian(x, T)
+    np.testing.assert_allclose(J, J.T, atol=1e-15)
+    np.testing.assert_allclose(J.sum(axis=1), 0.0, atol=1e-12)
+    assert np.linalg.eigvalsh(J).min() > -1e-12
+    assert (np.diag(J) >= 0).all() and (np.diag(J) <= 0.25 / T + 1e-12).all()
+    np.testing.assert_allclose(tempered_softmax_jacobian(x, 1.0), softmax_jacobian(softmax(x)), atol=1e-15)
+
+
+def test_tempered_jacobian_huge_logits_small_temperature_are_finite():
+    J = tempered_softmax_jacobian(np.array([1000.0, 990.0, 0.0]), 0.5)
+    assert np.isfinite(J).all()
+    np.testing.assert_allclose(J, torch_tempered_jacobian(np.array([1000.0, 990.0, 0.0]), 0.5), atol=1e-12)
+
+
+@pytest.mark.parametrize("x, T, exc, pattern", [
+    (np.ones((2, 3)), 1.0, ValueError, r"x must be 1-D.*\(2, 3\)"),
+    (np.ones(3), 0.0, ValueError, r"T must be a positive"),
+    (np.ones(3), -2.0, ValueError, r"T=-2.0"),
+    (np.ones(3), float("inf"), ValueError, r"T must be a positive finite"),
+    (np.ones(3), "2", TypeError, r"T must be a positive number"),
+    (np.ones(3), True, TypeError, r"T must be a positive number"),
+])
+def test_tempered_jacobian_bad_arguments_are_named(x, T, exc, pattern):
+    with pytest.raises(exc, match=pattern):
+        tempered_softmax_jacobian(x, T)
+
+
+def test_tempered_jacobian_does_not_modify_x():
+    x = np.array([1.0, -2.0, 3.0])
+    tempered_softmax_jacobian(x, 3.0)
+    np.testing.assert_array_equal(x, [1.0, -2.0, 3.0])

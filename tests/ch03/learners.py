@@ -248,3 +248,97 @@ WRONG_BY_EXERCISE = {
 CORRECT = {CAUSAL: CORRECT_CAUSAL, PADDING: CORRECT_PADDING, BUILD: CORRECT_BUILD}
 
 WRONG = [(ex_id, mid, fn) for ex_id, pairs in WRONG_BY_EXERCISE.items() for mid, fn in pairs]
+
+
+# ============================================================================================
+# 03.packed_mask (stretch): written apart from the registry's variants
+# ============================================================================================
+
+PACKED = "03.packed_mask"
+
+
+def packed_loops(segment_ids, causal=True):
+    """Python loops over every (row, query, key)."""
+    ids = np.asarray(segment_ids)
+    B, L = ids.shape
+    m = np.zeros((B, 1, L, L), dtype=bool)
+    for b in range(B):
+        for i in range(L):
+            for j in range(L):
+                m[b, 0, i, j] = ids[b, i] == ids[b, j] and (j <= i or not causal)
+    return m
+
+
+def packed_equal_outer(segment_ids, causal=True):
+    """np.equal.outer per row, np.tril for the causal part, np.stack over rows."""
+    rows = [np.equal.outer(r, r) for r in np.asarray(segment_ids)]
+    m = np.stack(rows)
+    if causal:
+        m = np.tril(m)  # np.tril works on the last two axes
+    return m[:, np.newaxis, :, :]
+
+
+def packed_one_hot(segment_ids, causal=True):
+    """One-hot documents: the same document iff the one-hot rows' dot product is 1."""
+    ids = np.asarray(segment_ids)
+    _, inverse = np.unique(ids, return_inverse=True)
+    onehot = np.eye(inverse.max() + 1)[inverse.reshape(ids.shape)]  # (B, L, n_docs)
+    m = np.einsum("bik,bjk->bij", onehot, onehot) > 0.5
+    if causal:
+        L = ids.shape[1]
+        m &= np.arange(L)[None, :] <= np.arange(L)[:, None]
+    return np.expand_dims(m, 1)
+
+
+CORRECT[PACKED] = [packed_loops, packed_equal_outer, packed_one_hot]
+
+
+def packed_causal_only(segment_ids, causal=True):
+    """Forgets the documents: only the causal triangle (or everything)."""
+    B, L = np.shape(segment_ids)
+    base = np.tril(np.ones((L, L), dtype=bool)) if causal else np.ones((L, L), dtype=bool)
+    return np.tile(base, (B, 1, 1, 1))
+
+
+def packed_no_head_axis(segment_ids, causal=True):
+    return packed_loops(segment_ids, causal)[:, 0]
+
+
+def packed_never_causal(segment_ids, causal=True):
+    return packed_loops(segment_ids, False)
+
+
+def packed_always_causal(segment_ids, causal=True):
+    return packed_loops(segment_ids, True)
+
+
+def packed_upper(segment_ids, causal=True):
+    m = packed_loops(segment_ids, False)
+    return np.triu(m) if causal else m
+
+
+def packed_strict(segment_ids, causal=True):
+    m = packed_loops(segment_ids, False)
+    return np.tril(m, k=-1) if causal else m
+
+
+def packed_float(segment_ids, causal=True):
+    return packed_equal_outer(segment_ids, causal) * 1.0
+
+
+def packed_sorts_in_place(segment_ids, causal=True):
+    m = packed_loops(segment_ids, causal)
+    segment_ids.sort(axis=1)  # "tidies" the ids first, in the caller's array
+    return m
+
+
+WRONG += [
+    (PACKED, "packed-ignores-documents", packed_causal_only),
+    (PACKED, "mask-missing-head-axis", packed_no_head_axis),
+    (PACKED, "causal-ignored", packed_never_causal),
+    (PACKED, "causal-ignored", packed_always_causal),
+    (PACKED, "causal-upper-triangle", packed_upper),
+    (PACKED, "causal-diagonal-excluded", packed_strict),
+    (PACKED, "mask-integers-not-booleans", packed_float),
+    (PACKED, "input-modified-in-place", packed_sorts_in_place),
+]

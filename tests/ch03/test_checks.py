@@ -143,3 +143,27 @@ def test_check_prints_a_hint_for_an_unknown_bool_mistake(capsys):
     out = capsys.readouterr().out
     assert out.startswith(f"❌ {CAUSAL}: not yet right")
     assert "row i should allow exactly i+1 keys" in out
+
+
+# --- issue 16, item 9: no hint of an exercise is its solution ------------------------------------
+
+
+def _exercise_markdown(exercise_heading: str) -> str:
+    from pathlib import Path
+
+    import nbformat
+
+    nb = nbformat.read(Path(__file__).resolve().parents[2] / "solutions" / "03_masks.ipynb", as_version=4)
+    (cell,) = [c for c in nb.cells if exercise_heading in c.source]
+    return cell.source
+
+
+@pytest.mark.parametrize("heading, solutions", [
+    ("### ✏️ Exercise 03.causal_mask", ("np.tril(np.ones", "[None, :] <= ", "[:, None] >= ")),
+    ("### ✏️ Exercise 03.packed_mask", ("[:, :, None] ==", "[:, None, :] ==", "np.equal.outer")),
+])
+def test_no_hint_is_the_solution(heading, solutions):
+    text = _exercise_markdown(heading)
+    assert "<details>" in text  # the hints are there, collapsed
+    for solution in solutions:
+        assert solution not in text, f"{heading}: {solution!r} hands the learner the solution"

@@ -22,7 +22,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mhsa_ref.chapters.ch01.reference import scaled_dot_product_attention
-from mhsa_ref.chapters.ch03.reference import build_attention_mask, causal_mask, padding_mask
+from mhsa_ref.chapters.ch03.reference import build_attention_mask, causal_mask, packed_mask, padding_mask
 
 F = torch.nn.functional
 
@@ -221,3 +221,70 @@ def test_empty_batch_and_zero_length():
     Q, K, V = _qkv(0, 1, 1, 3)
     out, w = scaled_dot_product_attention(Q, K, V, m)
     assert np.all(out == 0.0) and np.all(w == 0.0)
+
+
+# ---------------------------------------------------------------------------------------------
+# 03.packed_mask (stretch)
+
+
+@st.composite
+def packed_rows(draw):
+    """(B, L) ids in contiguous runs, with arbitrary (repeated across rows, unsorted) values."""
+    B, L = draw(st.integers(1, 3)), draw(st.integers(1, 9))
+    rows = []
+    for _ in range(B):
+        lengths, total = [], 0
+        while total < L:
+            n = draw(st.integers(1, L - total))
+            lengths.append(n)
+            total += n
+        ids = draw(st.lists(st.integers(-5, 50), min_size=len(lengths), max_size=len(lengths), unique=True))
+        rows.append(np.repeat(ids, lengths))
+    return np.stack(rows)
+
+
+@settings(max_examples=60, deadline=None)
+@given(packed_rows(), st.booleans(), st.integers(0, 2**31 - 1))
+def test_packed_attention_equals_each_document_alone_in_torch(ids, causal, seed):
+    """The oracle is PyTorch's SDPA run on each document separately (is_causal for the causal
+    case): attention over the packed row with the mask must give every document exactly that."""
+    B, L = ids.shape
+    mask = packed_mask(ids, causal)
+    assert mask.shape == (B, 1, L, L) and mask.dtype == np.bool_
+    rng = np.random.default_rng(seed)
+    Q, K, V = (rng.normal(size=(B, 2, L, 3)) for _ in range(3))
+    out, _ = scaled_dot_product_attention(Q, K, V, mask)
+    for b in range(B):
+        for doc in np.unique(ids[b]):
+            t = np.flatnonzero(ids[b] == doc)
+            q, k, v = (torch.from_numpy(np.ascontiguousarray(a[b][:, t])) for a in (Q, K, V))
+            want = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal)
+            np.testing.assert_allclose(out[b][:, t], want.numpy(), rtol=1e-10, atol=1e-12)
+
+
+def test_packed_mask_is_block_diagonal_and_one_document_is_causal_mask():
+    ids = np.array([[4, 4, 2, 2, 2]])
+    m = packed_mask(ids, causal=False)[0, 0]
+    block = np.zeros((5, 5), dtype=bool)
+    block[:2, :2] = block[2:, 2:] = True
+    np.testing.assert_array_equal(m, block)
+    np.testing.assert_array_equal(packed_mask(np.zeros((1, 6), dtype=int))[0, 0], causal_mask(6))
+
+
+@pytest.mark.parametrize("args, exc, pattern", [
+    ((np.zeros(4, dtype=int),), ValueError, r"segment_ids must have shape \(B, L\).*\(4,\)"),
+    ((np.zeros((2, 0), dtype=int),), ValueError, r"L >= 1.*\(2, 0\)"),
+    ((np.zeros((2, 3)),), TypeError, r"segment_ids must hold integers.*float64"),
+    ((np.zeros((2, 3), dtype=bool),), TypeError, r"segment_ids must hold integers.*bool"),
+    ((np.zeros((2, 3), dtype=int), 1), TypeError, r"causal must be True or False"),
+])
+def test_packed_mask_bad_arguments_are_named(args, exc, pattern):
+    with pytest.raises(exc, match=pattern):
+        packed_mask(*args)
+
+
+def test_packed_mask_does_not_modify_ids_and_is_writable():
+    ids = np.array([[3, 3, 1]])
+    m = packed_mask(ids)
+    m[...] = False  # the caller may modify it
+    np.testing.assert_array_equal(ids, [[3, 3, 1]])

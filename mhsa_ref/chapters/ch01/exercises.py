@@ -361,4 +361,114 @@ SCALED_DOT_PRODUCT_ATTENTION = Exercise(
     uses=("01.softmax",),
 )
 
-EXERCISES = (SOFTMAX, SCALED_DOT_PRODUCT_ATTENTION)
+# ---------------------------------------------------------------------------------------------
+# 01.self_attention (stretch): the learned projections
+
+
+def _self_attention_cases(rng: np.random.Generator) -> list[Case]:
+    names = ("X", "W_q", "W_k", "W_v", "mask")
+    cases = []
+
+    def add(name, batch, L, d, d_k, d_v, mask=None, scale=1.0):
+        X = rng.normal(size=batch + (L, d)) * scale
+        W_q, W_k = rng.normal(size=(d, d_k)) / np.sqrt(d), rng.normal(size=(d, d_k)) / np.sqrt(d)
+        W_v = rng.normal(size=(d, d_v)) / np.sqrt(d)
+        cases.append(Case(name, (X, W_q, W_k, W_v, mask), arg_names=names))
+
+    # d, d_k and d_v all differ, so a scale by sqrt(d) or unprojected values show.
+    add("L=4, d=6, d_k=3, d_v=5, no mask", (), 4, 6, 3, 5)
+    add("batch of 2, L=5, d=8, d_k=2, d_v=3, causal mask", (2,), 5, 8, 2, 3,
+        mask=np.tril(np.ones((5, 5), dtype=bool)))
+    add("two batch axes (2, 3), L=3, d=4, d_k=16, d_v=2, large inputs", (2, 3), 3, 4, 16, 2, scale=3.0)
+    add("L=1, d=5, d_k=4, d_v=6", (), 1, 5, 4, 6)
+    pad = np.array([[True, True, True, False], [True, False, False, False]])[:, None, :]  # (2, 1, 4)
+    add("batch of 2, L=4, d=6, d_k=4, d_v=3, padding mask (2, 1, 4)", (2,), 4, 6, 4, 3, mask=pad)
+    for i in range(3):
+        batch = tuple(int(s) for s in rng.integers(1, 4, size=int(rng.integers(0, 2))))
+        L, d, d_k, d_v = (int(s) for s in rng.integers(2, 8, size=4))
+        mask = np.tril(np.ones((L, L), dtype=bool)) if i == 1 else None
+        add(f"random {i + 1}: batch {batch}, L={L}, d={d}, d_k={d_k}, d_v={d_v}", batch, L, d, d_k, d_v, mask)
+    return cases
+
+
+def _self_attention_equivariant(case: Case, outputs: tuple) -> str | None:
+    """Self-attention without a mask is permutation-equivariant; with a mask the rows still sum to 1."""
+    if len(outputs) != 2:
+        return None
+    out, weights = outputs
+    X, W_q, W_k, W_v, mask = case.args
+    if mask is None and weights.shape == X.shape[:-1] + (X.shape[-2],):
+        if not np.allclose(weights.sum(axis=-1), 1.0):
+            return "each query's weights over the keys (the last axis) should sum to 1; yours do not."
+    if out.shape == X.shape[:-1] + (W_v.shape[1],) and weights.shape[-1] == X.shape[-2]:
+        if not np.allclose(out, weights @ (X @ W_v)):
+            return ("`out` should be `weights @ V` with V = X @ W_v: each output row is a weighted "
+                    "average of the projected values, of width d_v = W_v.shape[1].")
+    return None
+
+
+def _sa(Q, K, V, mask, d_k):
+    return _finish(_softmax_rows(_masked(_scores(Q, K, np.sqrt(d_k)), mask)), V, mask)
+
+
+def _mis_sa_no_projections(X, W_q, W_k, W_v, mask=None):
+    return _sa(X, X, X, mask, X.shape[-1])
+
+
+def _mis_sa_scale_d_model(X, W_q, W_k, W_v, mask=None):
+    return _sa(X @ W_q, X @ W_k, X @ W_v, mask, X.shape[-1])
+
+
+def _mis_sa_swapped(X, W_q, W_k, W_v, mask=None):
+    return _sa(X @ W_k, X @ W_q, X @ W_v, mask, W_q.shape[1])
+
+
+def _mis_sa_values_unprojected(X, W_q, W_k, W_v, mask=None):
+    return _sa(X @ W_q, X @ W_k, X, mask, W_q.shape[1])
+
+
+SELF_ATTENTION = Exercise(
+    id="01.self_attention",
+    name="self_attention",
+    signature="self_attention(X, W_q, W_k, W_v, mask=None)",
+    points=2.0,
+    reference=ref.self_attention,
+    make_cases=_self_attention_cases,
+    outputs=("out", "weights"),
+    properties=(Property("rows sum to 1, out = weights @ (X @ W_v)", _self_attention_equivariant),),
+    misconceptions=(
+        Misconception(
+            "self-attention-no-projections",
+            "You attend with X itself as queries, keys and values. Self-attention *learns* what "
+            "to ask and what to offer: Q = X @ W_q, K = X @ W_k and V = X @ W_v, all from the "
+            "same X.",
+            (_mis_sa_no_projections,),
+        ),
+        Misconception(
+            "self-attention-scale-by-d-model",
+            "You scale the scores by sqrt(d), the width of X. The scores are dot products of the "
+            "projected queries and keys, of width d_k = W_q.shape[1]: that is the width whose "
+            "square root keeps their variance at 1.",
+            (_mis_sa_scale_d_model,),
+        ),
+        Misconception(
+            "self-attention-query-key-swapped",
+            "Your queries come from W_k and your keys from W_q, so your weights are the other "
+            "way round: query i scores key j with (x_i W_q) . (x_j W_k), which is not symmetric "
+            "in i and j.",
+            (_mis_sa_swapped,),
+        ),
+        Misconception(
+            "self-attention-values-unprojected",
+            "Your output averages the rows of X, not the values V = X @ W_v: each output row "
+            "should have width d_v = W_v.shape[1].",
+            (_mis_sa_values_unprojected,),
+        ),
+        FLOAT32_OUTPUT,
+        INPUT_MODIFIED,
+    ),
+    forbidden=SCALED_DOT_PRODUCT_ATTENTION.forbidden,
+    uses=("01.scaled_dot_product_attention",),
+)
+
+EXERCISES = (SOFTMAX, SCALED_DOT_PRODUCT_ATTENTION, SELF_ATTENTION)

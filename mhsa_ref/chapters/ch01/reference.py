@@ -10,7 +10,7 @@ import numpy as np
 
 from ...validate import as_bool_mask, as_float_array, normalize_axis
 
-__all__ = ["softmax", "scaled_dot_product_attention"]
+__all__ = ["softmax", "scaled_dot_product_attention", "self_attention"]
 
 
 def softmax(x: np.ndarray, axis: int = -1) -> np.ndarray:
@@ -84,3 +84,26 @@ def scaled_dot_product_attention(
     # Weights get every batch axis, even one only V has, so both outputs share leading axes.
     weights = np.ascontiguousarray(np.broadcast_to(weights, batch + (Lq, Lk)))
     return weights @ V, weights
+
+
+def self_attention(
+    X: np.ndarray, W_q: np.ndarray, W_k: np.ndarray, W_v: np.ndarray, mask: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """Self-attention with learned projections: queries, keys and values all come from ``X``.
+
+    ``X (..., L, d)``, ``W_q`` and ``W_k`` of shape ``(d, d_k)``, ``W_v`` of shape ``(d, d_v)``,
+    used as ``X @ W``. The scale is 1/sqrt(d_k), the width of the projected queries and keys,
+    not d, the width of ``X``. Returns ``(out (..., L, d_v), weights (..., L, L))``.
+    """
+    X = as_float_array(X, "X", min_ndim=2)
+    W_q = as_float_array(W_q, "W_q")
+    W_k = as_float_array(W_k, "W_k")
+    W_v = as_float_array(W_v, "W_v")
+    d = X.shape[-1]
+    for name, W in (("W_q", W_q), ("W_k", W_k), ("W_v", W_v)):
+        if W.ndim != 2 or W.shape[0] != d:
+            raise ValueError(f"{name} must have shape (d, width) with d = X.shape[-1] = {d}, "
+                             f"got {name} {W.shape} for X {X.shape}")
+    if W_q.shape != W_k.shape:
+        raise ValueError(f"W_q and W_k must have the same shape (d, d_k), got W_q {W_q.shape} and W_k {W_k.shape}")
+    return scaled_dot_product_attention(X @ W_q, X @ W_k, X @ W_v, mask)

@@ -200,4 +200,137 @@ SOFTMAX_JACOBIAN = Exercise(
     ),
 )
 
-EXERCISES = (SOFTMAX_JACOBIAN,)
+# ---------------------------------------------------------------------------------------------
+# 02.tempered_softmax_jacobian (stretch): the chain rule through a temperature
+
+
+def _tempered_cases(rng: np.random.Generator) -> list[Case]:
+    names = ("x", "T")
+    fixed = [
+        ("x = [1, 2, 0.5, -1], T = 2", np.array([1.0, 2.0, 0.5, -1.0]), 2.0),
+        ("x = [1, 2, 0.5, -1], T = 0.5 (sharper)", np.array([1.0, 2.0, 0.5, -1.0]), 0.5),
+        ("x = [3, -1, 0], T = 1 (plain softmax)", np.array([3.0, -1.0, 0.0]), 1.0),
+        ("scores of width d_k = 64, T = sqrt(64) = 8", np.array([9.0, -4.0, 14.0, 2.0, -11.0]), 8.0),
+        ("huge logits [1000, 990, 0], T = 0.5", np.array([1000.0, 990.0, 0.0]), 0.5),
+        ("a probability vector as logits [0.7, 0.2, 0.1], T = 0.25", np.array([0.7, 0.2, 0.1]), 0.25),
+        ("n = 1: x = [5], T = 3", np.array([5.0]), 3.0),
+    ]
+    cases = [Case(n, (x, T), arg_names=names) for n, x, T in fixed]
+    for i in range(3):
+        n = int(rng.integers(2, 8))
+        T = float(rng.choice([0.3, 2.0, 5.0]))
+        x = rng.normal(size=n) * float(rng.choice([1.0, 4.0]))
+        cases.append(Case(f"random {i + 1}: n={n}, T={T:g}", (x, T), arg_names=names))
+    return cases
+
+
+def _tempered_sums(case: Case, outputs: tuple) -> str | None:
+    J = _square(outputs)
+    if J is not None and np.all(np.isfinite(J)) and not np.allclose(J @ np.ones(J.shape[1]), 0.0, atol=1e-9):
+        return ("each row of the Jacobian should sum to 0: adding the same constant to every "
+                "logit does not change softmax(x / T), whatever T.")
+    return None
+
+
+def _tempered_psd_scaled(case: Case, outputs: tuple) -> str | None:
+    J = _square(outputs)
+    x, T = case.args
+    if J is None or J.shape != (x.size, x.size) or not np.all(np.isfinite(J)):
+        return None
+    diag = np.diag(J)
+    if (diag < -1e-12).any() or (diag > 0.25 / T + 1e-9).any():
+        return (f"the diagonal dp_i/dx_i should lie between 0 and 1/(4T) = {0.25 / T:.4g}: each "
+                "p_i (1 - p_i) is at most 1/4, and the chain rule multiplies it by 1/T.")
+    return None
+
+
+def _tp(x, T):
+    return softmax(x / T)
+
+
+def _mis_tempered_no_inner(x, T):
+    p = _tp(x, T)
+    return np.diag(p) - np.outer(p, p)
+
+
+def _mis_tempered_times_T(x, T):
+    p = _tp(x, T)
+    return (np.diag(p) - np.outer(p, p)) * T
+
+
+def _mis_tempered_over_T2(x, T):
+    p = _tp(x, T)
+    return (np.diag(p) - np.outer(p, p)) / T**2
+
+
+def _mis_tempered_untempered_p(x, T):
+    p = softmax(x)
+    return (np.diag(p) - np.outer(p, p)) / T
+
+
+def _mis_tempered_logits_as_p(x, T):
+    return (np.diag(x) - np.outer(x, x)) / T
+
+
+def _mis_tempered_overflow(x, T):
+    e = np.exp(x / T)
+    p = e / e.sum()
+    return (np.diag(p) - np.outer(p, p)) / T
+
+
+TEMPERED_SOFTMAX_JACOBIAN = Exercise(
+    id="02.tempered_softmax_jacobian",
+    name="tempered_softmax_jacobian",
+    signature="tempered_softmax_jacobian(x, T)",
+    points=2.0,
+    reference=ref.tempered_softmax_jacobian,
+    make_cases=_tempered_cases,
+    outputs=("J",),
+    properties=(
+        Property("symmetric", _symmetric),
+        Property("rows sum to 0", _tempered_sums),
+        Property("diagonal between 0 and 1/(4T)", _tempered_psd_scaled),
+    ),
+    misconceptions=(
+        Misconception(
+            "tempered-jacobian-missing-inner-derivative",
+            "You evaluated the softmax Jacobian at p = softmax(x / T) but left out the inner "
+            "derivative. The chain rule through u = x / T multiplies by du/dx = 1/T: "
+            "d softmax(x / T)/dx = J(p) (1/T).",
+            (_mis_tempered_no_inner,),
+        ),
+        Misconception(
+            "tempered-jacobian-inner-derivative-inverted",
+            "Your factor for the temperature is off: the inner derivative of u = x / T is 1/T, "
+            "once (not T, and not 1/T^2). A larger T flattens the softmax, so its Jacobian must "
+            "shrink as T grows.",
+            (_mis_tempered_times_T, _mis_tempered_over_T2),
+        ),
+        Misconception(
+            "tempered-jacobian-untempered-p",
+            "Your Jacobian is evaluated at softmax(x), without the temperature. The outer "
+            "function is applied to u = x / T, so its Jacobian is taken at p = softmax(x / T).",
+            (_mis_tempered_untempered_p,),
+        ),
+        Misconception(
+            "tempered-jacobian-logits-as-p",
+            "You used the logits x where the softmax's output p belongs. This function takes "
+            "logits, not probabilities: compute p = softmax(x / T) first (stably), then the "
+            "Jacobian at p.",
+            (_mis_tempered_logits_as_p,),
+        ),
+        Misconception(
+            "tempered-softmax-overflows",
+            "Your softmax overflows for large logits: np.exp(1000 / 0.5) is inf, and inf / inf "
+            "is NaN. Subtract the maximum of x / T before "
+            "exponentiating (chapter 01's softmax).",
+            (_mis_tempered_overflow,),
+        ),
+        FLOAT32_OUTPUT,
+        INPUT_MODIFIED,
+    ),
+    forbidden=SOFTMAX_JACOBIAN.forbidden,
+    uses=("02.softmax_jacobian",),
+)
+
+EXERCISES = (SOFTMAX_JACOBIAN, TEMPERED_SOFTMAX_JACOBIAN)

@@ -39,6 +39,18 @@ _LESS_EQUAL = (
     "position t < length."
 )
 
+_HEAD_AXIS = (
+    "Your mask has shape (B, L, L): it is missing the head axis. Scores in multi-head "
+    "attention have shape (B, h, L, L), and a (B, L, L) mask lines its batch axis up "
+    "with the heads instead. Insert an axis of length 1 that broadcasts over the "
+    "heads: `mask[:, None]`, giving (B, 1, L, L)."
+)
+_CAUSAL_IGNORED = (
+    "Your mask ignores the `causal` argument: with causal=True it must also block the "
+    "future (keys j > i), and with causal=False it must not. Combine the causal mask "
+    "with `&` only when causal is True."
+)
+
 
 def _as_int(mask: np.ndarray) -> np.ndarray:
     return mask.astype(np.int64)
@@ -327,10 +339,7 @@ BUILD_ATTENTION_MASK = Exercise(
     misconceptions=(
         Misconception(
             "mask-missing-head-axis",
-            "Your mask has shape (B, L, L): it is missing the head axis. Scores in multi-head "
-            "attention have shape (B, h, L, L), and a (B, L, L) mask lines its batch axis up "
-            "with the heads instead. Insert an axis of length 1 that broadcasts over the "
-            "heads: `mask[:, None]`, giving (B, 1, L, L).",
+            _HEAD_AXIS,
             (_mis_build(_right, head_axis=False),),
         ),
         Misconception(
@@ -350,9 +359,7 @@ BUILD_ATTENTION_MASK = Exercise(
         ),
         Misconception(
             "causal-ignored",
-            "Your mask ignores the `causal` argument: with causal=True it must also block the "
-            "future (keys j > i), and with causal=False it must not. Combine the causal mask "
-            "with `&` only when causal is True.",
+            _CAUSAL_IGNORED,
             (_mis_build(_rule_never_causal), _mis_build(_rule_always_causal)),
         ),
         Misconception("causal-upper-triangle", _UPPER, (_mis_build(_rule_triu),)),
@@ -366,4 +373,101 @@ BUILD_ATTENTION_MASK = Exercise(
     uses=("03.causal_mask", "03.padding_mask"),
 )
 
-EXERCISES = (CAUSAL_MASK, PADDING_MASK, BUILD_ATTENTION_MASK)
+# ---------------------------------------------------------------------------------------------
+# 03.packed_mask (stretch): several documents packed into one row
+
+
+def _segments(rng: np.random.Generator, L: int) -> np.ndarray:
+    """Contiguous runs of random ids (not sorted, not from 0), as a packed row has."""
+    cuts = np.sort(rng.choice(np.arange(1, L), size=int(rng.integers(0, min(3, L - 1) + 1)), replace=False)) if L > 1 else []
+    ids = rng.permutation(20)[: len(cuts) + 1]
+    return np.repeat(ids, np.diff(np.concatenate([[0], cuts, [L]])).astype(int))
+
+
+def _packed_cases(rng: np.random.Generator) -> list[Case]:
+    names = _names("segment_ids", "causal")
+    rows = np.array([[0, 0, 0, 1, 1, 2, 2, 2], [5, 5, 5, 5, 5, 5, 5, 5], [7, 3, 3, 3, 9, 9, 1, 1]])
+    fixed = [
+        ("three rows of L=8 (one, three and four documents), causal", rows, True),
+        ("three rows of L=8 (one, three and four documents), not causal", rows, False),
+        ("one row, documents of length 1 and 3: [4, 2, 2, 2], causal", np.array([[4, 2, 2, 2]]), True),
+        ("one row, documents of length 1 and 3: [4, 2, 2, 2], not causal", np.array([[4, 2, 2, 2]]), False),
+        ("L=1: ids [[3], [0]], causal", np.array([[3], [0]]), True),
+    ]
+    cases = [Case(n, (ids, c), arg_names=names) for n, ids, c in fixed]
+    for i in range(4):
+        B, L = int(rng.integers(1, 4)), int(rng.integers(2, 9))
+        ids = np.stack([_segments(rng, L) for _ in range(B)])
+        causal = bool(i % 2)
+        cases.append(Case(f"random {i + 1}: segment_ids {ids.tolist()}, causal={causal}", (ids, causal), arg_names=names))
+    return cases
+
+
+def _packed_rows(case: Case, outputs: tuple) -> str | None:
+    (m,) = outputs
+    ids, causal = case.args
+    B, L = ids.shape
+    if m is None or m.shape != (B, 1, L, L):
+        return None
+    for b in range(B):
+        for i in range(L):
+            want = [j for j in range(L) if ids[b, j] == ids[b, i] and (j <= i or not causal)]
+            got = np.flatnonzero(m[b, 0, i]).tolist()
+            if got != want:
+                return (f"query i may attend exactly to the keys j of its own document"
+                        f"{' with j <= i' if causal else ''}; in row b={b} (segment_ids "
+                        f"{ids[b].tolist()}), causal={causal}, your row i={i} allows keys {got}, "
+                        f"expected {want}")
+    return None
+
+
+def _mis_packed(rule, head_axis=True):
+    """A packed mask from a wrong rule(same (B, L, L), L, causal) -> (B, L, L)."""
+
+    def variant(segment_ids, causal=True):
+        ids = np.asarray(segment_ids)
+        same = ids[:, :, None] == ids[:, None, :]
+        m = rule(same, ids.shape[1], causal)
+        return m[:, None] if head_axis else m
+
+    return variant
+
+
+def _packed_right(same, L, causal):
+    return same & _tril(L) if causal else same
+
+
+PACKED_MASK = Exercise(
+    id="03.packed_mask",
+    name="packed_mask",
+    signature="packed_mask(segment_ids, causal=True)",
+    points=2.0,
+    reference=ref.packed_mask,
+    make_cases=_packed_cases,
+    outputs=("mask",),
+    properties=(Property("row i allows the keys of its own document", _packed_rows),),
+    misconceptions=(
+        Misconception(
+            "packed-ignores-documents",
+            "Your mask lets tokens attend across document boundaries: it ignores `segment_ids`. "
+            "In a packed row, token i may read token j only if both carry the same id; compare "
+            "the ids of every (query, key) pair, then add the causal condition if asked.",
+            (_mis_packed(lambda same, L, c: np.broadcast_to(_tril(L) if c else np.ones((L, L), bool), same.shape)),),
+        ),
+        Misconception("mask-missing-head-axis", _HEAD_AXIS, (_mis_packed(_packed_right, head_axis=False),)),
+        Misconception("causal-ignored", _CAUSAL_IGNORED,
+                      (_mis_packed(lambda same, L, c: same), _mis_packed(lambda same, L, c: same & _tril(L)))),
+        Misconception("causal-upper-triangle", _UPPER,
+                      (_mis_packed(lambda same, L, c: same & np.triu(np.ones((L, L), bool)) if c else same),)),
+        Misconception("causal-diagonal-excluded", _DIAGONAL,
+                      (_mis_packed(lambda same, L, c: same & np.tril(np.ones((L, L), bool), -1) if c else same),)),
+        Misconception("mask-integers-not-booleans", _INTEGERS,
+                      (lambda segment_ids, causal=True: _mis_packed(_packed_right)(segment_ids, causal).astype(np.int64),)),
+        INPUT_MODIFIED,
+    ),
+    dtype="bool",
+    forbidden=("mhsa_ref",),
+    uses=("03.causal_mask",),
+)
+
+EXERCISES = (CAUSAL_MASK, PADDING_MASK, BUILD_ATTENTION_MASK, PACKED_MASK)

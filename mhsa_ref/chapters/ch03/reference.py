@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["causal_mask", "padding_mask", "build_attention_mask"]
+__all__ = ["causal_mask", "padding_mask", "build_attention_mask", "packed_mask"]
 
 
 def _check_L(L: object) -> int:
@@ -76,3 +76,28 @@ def build_attention_mask(lengths: np.ndarray, L: int, causal: bool = False) -> n
     if causal:
         mask = mask & causal_mask(L)  # (L, L) broadcasts over batch and head
     return np.array(mask, dtype=bool, copy=True)
+
+
+def packed_mask(segment_ids: np.ndarray, causal: bool = True) -> np.ndarray:
+    """Boolean ``(B, 1, L, L)`` mask for several documents packed into each row.
+
+    ``segment_ids[b, t]`` names the document of token ``t`` in row ``b`` (documents are
+    contiguous runs). ``[b, 0, i, j]`` is True when tokens ``i`` and ``j`` belong to the same
+    document (and, if ``causal``, ``j <= i``): no token reads across a document boundary, as in
+    LLM pre-training on packed sequences. It is block-diagonal, the mask chunked attention
+    (chapter 07) uses when every document has the chunk's length.
+    """
+    try:
+        ids = np.asarray(segment_ids)
+    except Exception as exc:  # ragged lists and the like
+        raise TypeError(f"segment_ids must be a 2-D array of integers, got {type(segment_ids).__name__}: {exc}") from None
+    if ids.dtype == np.bool_ or not np.issubdtype(ids.dtype, np.integer):
+        raise TypeError(f"segment_ids must hold integers, got dtype {ids.dtype} with shape {ids.shape}")
+    if ids.ndim != 2 or ids.shape[1] < 1:
+        raise ValueError(f"segment_ids must have shape (B, L) with L >= 1, got shape {ids.shape}")
+    if not isinstance(causal, (bool, np.bool_)):
+        raise TypeError(f"causal must be True or False, got {type(causal).__name__} {causal!r}")
+    same = ids[:, :, None] == ids[:, None, :]  # (B, L, L): [b, i, j] = same document
+    if causal:
+        same = same & causal_mask(ids.shape[1])
+    return same[:, None]  # head axis, as build_attention_mask
