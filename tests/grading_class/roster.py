@@ -45,8 +45,9 @@ NOTEBOOKS = {"01": "01_attention_numpy.ipynb", "03": "03_masks.ipynb"}
 # and every expected score follows them.
 SCORING = True  # the class is graded with a points file and an overrides file (roster.points_csv)
 
-REGISTRY_POINTS = {"01.softmax": 2.0, "01.scaled_dot_product_attention": 3.0,
-                   "03.causal_mask": 1.0, "03.padding_mask": 1.0, "03.build_attention_mask": 2.0}
+REGISTRY_POINTS = {"01.softmax": 2.0, "01.scaled_dot_product_attention": 3.0, "01.self_attention": 2.0,
+                   "03.causal_mask": 1.0, "03.padding_mask": 1.0, "03.build_attention_mask": 2.0,
+                   "03.packed_mask": 2.0}
 # The instructor's points file: build_attention_mask is worth 3 (its parts keep their shares).
 POINTS_FILE = {"03.build_attention_mask": 3.0}
 POINTS = {**REGISTRY_POINTS, **(POINTS_FILE if SCORING else {})}
@@ -239,7 +240,7 @@ def hostile_student(student: str, exercise: str, fn: Callable, status: str,
     return [Notebook(student, "01", where(student, "01", "folder"), "book", answers, "hostile")]
 
 
-SOFTMAX, SDPA = "01.softmax", "01.scaled_dot_product_attention"
+SOFTMAX, SDPA, SELF = "01.softmax", "01.scaled_dot_product_attention", "01.self_attention"
 
 
 def copied(cell: str) -> str:
@@ -265,7 +266,8 @@ def build_roster() -> ClassSpec:
     # sam: softmax renamed (missing), and no chapter 03 at all
     renamed = correct(SOFTMAX, 0).code.replace("def softmax(", "def my_softmax(")
     add([Notebook("sam", "01", where("sam", "01", "folder"), "book",
-                  (Answer(SOFTMAX, renamed, MISSING, origin="renamed"), correct(SDPA, 0)), "incomplete")])
+                  (Answer(SOFTMAX, renamed, MISSING, origin="renamed"), correct(SDPA, 0), stub(SELF)),
+                  "incomplete")])
     add([Notebook("tara", "03", "tara.ipynb", "book", tuple(correct(ex, 1) for ex in EXERCISES["03"]),
                   "incomplete", "file")])
     add(hostile_student("uma", SDPA, hostile.sdpa_spins, TIMEOUT))
@@ -284,10 +286,10 @@ def build_roster() -> ClassSpec:
     add([Notebook("dora", "01", f"dora/Copy of {NOTEBOOKS['01']}", "book", tuple(stub(ex) for ex in EXERCISES["01"]),
                   "duplicated")])
     # cal and coby: the same chapter-01 code, coby's disguised
-    cal = (correct(SOFTMAX, 1), correct(SDPA, 2))  # loops, both
+    cal = (correct(SOFTMAX, 1), correct(SDPA, 2), stub(SELF))  # loops, both; no stretch
     add([Notebook("cal", "01", where("cal", "01", "folder"), "book", cal, "duplicated"),
          Notebook("coby", "01", where("coby", "01", "folder"), "book",
-                  tuple(Answer(a.exercise, copied(a.code), a.status, origin=a.origin) for a in cal), "duplicated"),
+                  tuple(Answer(a.exercise, a.code and copied(a.code), a.status, origin=a.origin) for a in cal), "duplicated"),
          published_solutions("cal", "03"), unsolved("coby", "03")])
     return spec
 
