@@ -1,8 +1,9 @@
 """What a learner reads of an exercise's statement before opening any hint.
 
 A statement is the markdown after the heading ``### ✏️ Exercise NN.name`` (or ``### ✏️ Stretch
-exercise NN.name``) up to the end of its cell. Hints live in MyST ``{dropdown}`` blocks, which the
-book renders collapsed; ``visible`` removes them, so a test can hold the how-to out of sight.
+exercise NN.name``) up to the end of its cell. Hints live in HTML ``<details>`` blocks, which the
+book and Colab both render collapsed (a MyST ``{dropdown}`` shows raw in Colab:
+tests/test_colab_markdown.py); ``visible`` removes them, so a test can hold the how-to out of sight.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-_DROPDOWN = re.compile(r"^```\{dropdown\}.*?^```[ \t]*$", re.S | re.M)
+_DROPDOWN = re.compile(r"^<details>.*?^</details>[ \t]*$", re.S | re.M)
 
 
 def statement(chapter: str, exercise_id: str) -> str:
@@ -28,7 +29,7 @@ def statement(chapter: str, exercise_id: str) -> str:
 
 
 def visible(text: str) -> str:
-    """The statement with its dropdowns taken out."""
+    """The statement with its collapsed hints taken out."""
     return _DROPDOWN.sub("", text)
 
 
