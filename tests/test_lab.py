@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -13,8 +14,11 @@ from .conftest import ROOT
 
 
 def _dry_run_make(target: str) -> str:
-    return subprocess.run(["make", "-n", target, "VENV=/nonexistent/venv"], cwd=ROOT, check=True,
-                          capture_output=True, text=True).stdout
+    # Run from `make test` (as CI does), a nested make would print "make[1]: Entering directory"
+    # lines: a make of its own, without the parent's MAKELEVEL and flags, prints none.
+    env = {k: v for k, v in os.environ.items() if k not in ("MAKELEVEL", "MAKEFLAGS", "MFLAGS")}
+    return subprocess.run(["make", "--no-print-directory", "-n", target, "VENV=/nonexistent/venv"], cwd=ROOT,
+                          check=True, capture_output=True, text=True, env=env).stdout
 
 
 def test_make_lab_installs_the_lab_with_the_environment_frozen_and_opens_book():
