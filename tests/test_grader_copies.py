@@ -534,3 +534,15 @@ def test_a_graded_class_gets_copies_flagged_and_scores_unchanged(tmp_path):
     before = json.dumps(batch.to_json(), sort_keys=True)
     copies_output.write(batch, tmp_path / "again")
     assert json.dumps(batch.to_json(), sort_keys=True) == before
+
+
+def test_without_copies_no_report_is_written_and_a_stale_one_goes(tmp_path):
+    folder = tmp_path / "class"
+    for student in ("ann", "ben"):
+        _notebook(SOFTMAX_HELPER + SDPA_MATMUL, folder / student / "01_attention_numpy.ipynb")
+    out = tmp_path / "out"
+    grade_batch([folder], out, seed=3, limits=Limits(timeout_s=5), progress=False)
+    assert "identical code" in (out / "copies.md").read_text()  # ann and ben, with the report
+    doc = grade_batch([folder], out, seed=3, limits=Limits(timeout_s=5), progress=False, copies=False)
+    assert not (out / "copies.md").exists() and not (out / "copies.html").exists()
+    assert {s["student"]: s["score"] for s in doc["submissions"]} == dict.fromkeys(("ann", "ben"), doc["submissions"][0]["score"])

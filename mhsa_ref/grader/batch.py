@@ -52,7 +52,8 @@ class GraderFailure:
 def grade_batch(paths: list[str | Path], out: Path, jobs: int = 1, seed: int | None = None,
                 limits: Limits = Limits(), resume: bool = False, chapter: str | None = None,
                 progress: bool = True, root: str | Path | None = None,
-                points: PointsTable | None = None, overrides: Overrides | None = None) -> dict:
+                points: PointsTable | None = None, overrides: Overrides | None = None,
+                copies: bool = True) -> dict:
     """Grade every notebook under ``paths`` as ``chapter`` (None: each notebook suggests its own,
     and its result says so); students are read relative to ``root`` (``discover``); scores follow
     ``points`` and ``overrides`` (``points.py``), resumed results included.
@@ -95,7 +96,7 @@ def grade_batch(paths: list[str | Path], out: Path, jobs: int = 1, seed: int | N
     batch.ids_alike = ids_alike([r.student for _, r in graded])
     batch.points_file, batch.overrides_file = (points or PointsTable()).source, (overrides or Overrides()).source
     batch.override_warnings = apply_points(batch.submissions, points, overrides)
-    return write_all(batch, out)
+    return write_all(batch, out, with_copies=copies)
 
 
 def count_against_maximum(result: SubmissionResult, sub: discover.Submission, chapter: str | None = None,

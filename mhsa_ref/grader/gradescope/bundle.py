@@ -55,7 +55,7 @@ trap 'rm -rf "$OUT"' EXIT
 mkdir -p "$ROOT/results"
 status=0
 "$PY" -m mhsa_ref.grader.cli "$ROOT/submission" --root "$ROOT/submission" --chapter {chapter} --out "$OUT" \\
-    --jobs 1 --no-progress --timeout {timeout:g} --memory {memory} || status=$?
+    --jobs 1 --no-progress --no-copies --timeout {timeout:g} --memory {memory} || status=$?
 # 1: graded, with something the results say (an unreadable notebook, a skipped file); 2: no notebook
 # in the submission, which collect tells the student. Anything else is this autograder's failure (3:
 # a package missing from the image; 130/143: stopped), and so is the grader's own failure: no grade.
