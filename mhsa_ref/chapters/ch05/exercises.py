@@ -44,6 +44,18 @@ def _random_mask(rng: np.random.Generator, B: int, L: int) -> np.ndarray:
     return rng.random((B, 1, L, L)) < 0.7
 
 
+def _random_cases(rng: np.random.Generator, case, n: int = 2) -> list:
+    """``n`` modules of random width, heads and length, each with a random mask (``case`` builds
+    one case of the exercise from its name, d_model, heads, batch and length)."""
+    cases = []
+    for i in range(n):
+        h = int(rng.choice([1, 2, 4]))
+        d, B, L = h * int(rng.integers(2, 5)), int(rng.integers(1, 4)), int(rng.integers(1, 8))
+        cases.append(case(f"random {i + 1} (d_model={d}, {h} heads, L={L}, random mask)", d, h, B, L,
+                          mask=_random_mask(rng, B, L)))
+    return cases
+
+
 def _mhsa_cases(rng: np.random.Generator) -> list[Case]:
     def case(name, d, h, B, L, mask=None, bias=True, dropout=0.0):
         init = {"d_model": d, "num_heads": h, "bias": bias, "dropout": dropout}
@@ -62,11 +74,7 @@ def _mhsa_cases(rng: np.random.Generator) -> list[Case]:
         case("bias=False, 4 heads", 8, 4, 2, 3, bias=False),
         case("dropout=0.1, in eval mode", 8, 2, 1, 5, dropout=0.1),
     ]
-    for i in range(2):
-        h = int(rng.choice([1, 2, 4]))
-        d, B, L = h * int(rng.integers(2, 5)), int(rng.integers(1, 4)), int(rng.integers(1, 8))
-        cases.append(case(f"random {i + 1} (d_model={d}, {h} heads, L={L}, random mask)", d, h, B, L,
-                          mask=_random_mask(rng, B, L)))
+    cases += _random_cases(rng, case)
     return cases
 
 
@@ -276,11 +284,7 @@ def _fused_cases(rng: np.random.Generator) -> list[Case]:
         case("one head, d_model=6", 6, 1, 2, 4),
         case("a query that may attend to nothing (B, 1, L, L)", 8, 2, 2, 4, mask=nothing),
     ]
-    for i in range(2):
-        h = int(rng.choice([1, 2, 4]))
-        d, B, L = h * int(rng.integers(2, 5)), int(rng.integers(1, 4)), int(rng.integers(1, 8))
-        cases.append(case(f"random {i + 1} (d_model={d}, {h} heads, L={L}, random mask)", d, h, B, L,
-                          mask=_random_mask(rng, B, L)))
+    cases += _random_cases(rng, case)
     return cases
 
 
