@@ -4,6 +4,8 @@ reference.py        layer_norm, sinusoidal_positions (NumPy)
 reference_torch.py  TransformerBlock (and to_torch_encoder_layer)
 exercises.py        06.layer_norm, 06.TransformerBlock, 06.sinusoidal_positions
 mistakes.py         the block's misconceptions as wrong modules
+inspectable.py      InspectableAttention, TinyTransformer: the block opened up (kept attention maps,
+                    per-head gates), for chapters 09 and 10
 """
 
 TITLE = "The Transformer block"
