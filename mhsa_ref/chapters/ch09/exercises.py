@@ -109,6 +109,8 @@ def _cka_variant(kind: str):
             return float(fro(Yc.T @ Xc, 2) ** 2 / (fro(Xc.T @ Xc, 2) * fro(Yc.T @ Yc, 2)))
         if kind == "features-elementwise":
             return float(np.sum(Xc * Yc) / (fro(Xc) * fro(Yc)))
+        if kind == "features-flat":  # raises whenever the shapes differ, as np.vdot does
+            return float(Xc.ravel() @ Yc.ravel() / (fro(Xc) * fro(Yc)))
         if kind == "features-trace":
             return float(np.trace(Xc.T @ Yc) / (fro(Xc) * fro(Yc)))
         if kind == "debiased":
@@ -171,7 +173,7 @@ LINEAR_CKA = Exercise(
             "features in the same order. CKA compares the Gram matrices Xc Xcᵀ and Yc Ycᵀ (n, n), how "
             "each representation relates the examples to each other; in the (p1, p2) form, "
             "||Ycᵀ Xc||_F² / (||Xcᵀ Xc||_F ||Ycᵀ Yc||_F).",
-            (_cka_variant("features-elementwise"), _cka_variant("features-trace")),
+            (_cka_variant("features-elementwise"), _cka_variant("features-trace"), _cka_variant("features-flat")),
         ),
         Misconception(
             "cka-debiased-estimator",
@@ -286,7 +288,7 @@ ORTHOGONALITY_PENALTY = Exercise(
         Misconception(
             "penalty-norm-not-squared",
             "You add up Frobenius norms ||W_h W_h'ᵀ||_F; the penalty adds their squares, the sum of the "
-            "squared dot products between the heads' rows (whose gradient is also defined at 0).",
+            "squared dot products between the heads' rows.",
             (_wrong("norms_not_squared"),),
         ),
         Misconception(
