@@ -15,6 +15,8 @@ chapter tests.)
 
 from __future__ import annotations
 
+import numbers
+
 import torch
 
 __all__ = ["orthogonality_penalty"]
@@ -26,19 +28,19 @@ def _check(W: torch.Tensor, num_heads: int) -> int:
     if W.dim() != 2 or W.shape[0] != W.shape[1] or not W.is_floating_point():
         raise ValueError(f"W must be a square floating-point weight (d_model, d_model), got {W.dtype} of shape "
                          f"{tuple(W.shape)}")
-    if isinstance(num_heads, bool) or not isinstance(num_heads, int) or num_heads < 1:
+    if isinstance(num_heads, bool) or not isinstance(num_heads, numbers.Integral) or num_heads < 1:
         raise ValueError(f"num_heads must be a positive int, got {num_heads!r}")
     if W.shape[0] % num_heads:
         raise ValueError(f"d_model={W.shape[0]} (W of shape {tuple(W.shape)}) is not divisible by "
                          f"num_heads={num_heads}")
-    return W.shape[0] // num_heads
+    return W.shape[0] // int(num_heads)
 
 
 def orthogonality_penalty(W: torch.Tensor, num_heads: int) -> torch.Tensor:
     """Sum over pairs of heads h < h' of ||W_h W_h'ᵀ||_F², head h owning rows h·d_h:(h+1)·d_h of
     W (d_model, d_model): a differentiable 0-d tensor of W's dtype, on W's device."""
     d_h = _check(W, num_heads)
-    heads = W.reshape(num_heads, d_h, W.shape[1])  # a view: row blocks, one per head
+    heads = W.reshape(-1, d_h, W.shape[1])  # a view: row blocks, one per head
     overlap = heads.unsqueeze(1) @ heads.transpose(1, 2).unsqueeze(0)  # (h, h', d_h, d_h): W_h W_h'ᵀ
     per_pair = overlap.square().sum(dim=(-2, -1))  # (h, h')
     return per_pair.triu(diagonal=1).sum()  # each pair once, no h = h'
