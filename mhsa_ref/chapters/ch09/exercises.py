@@ -48,10 +48,11 @@ def _cka_cases(rng: np.random.Generator) -> list[Case]:
     related = X @ rng.normal(size=(5, 3)) + 0.5 * rng.normal(size=(20, 3)) + _offsets(rng, 3)
     q, _ = np.linalg.qr(rng.normal(size=(4, 4)))
     X4 = rng.normal(size=(12, 4)) * np.array([3.0, 1.0, 0.5, 0.2]) + _offsets(rng, 4)
+    # X against itself first: a mistake that shows there gets the property's hint ("must be 1")
     cases = [
-        case("n=20 examples, X with 5 features, Y with 3 that partly depend on X", X, related),
-        case("Y = 3 · X Q + c, Q orthogonal (rotated, scaled, shifted): CKA 1", X4, 3.0 * X4 @ q + _offsets(rng, 4)),
         case("X against itself", X4, X4.copy()),
+        case("Y = 3 · X Q + c, Q orthogonal (rotated, scaled, shifted): CKA 1", X4, 3.0 * X4 @ q + _offsets(rng, 4)),
+        case("n=20 examples, X with 5 features, Y with 3 that partly depend on X", X, related),
         case("unrelated X (n=6 < 10 features) and Y (4 features)", rng.normal(size=(6, 10)) + _offsets(rng, 10),
              rng.normal(size=(6, 4)) + _offsets(rng, 4)),
         case("one feature each, n=8", rng.normal(size=(8, 1)) + 4.0, rng.normal(size=(8, 1)) - 1.0),
