@@ -21,7 +21,8 @@ from .learners import AE, CKA, OP, ae_masked_mean, cka_einsum_features, op_loop_
 # linear_cka through run_float
 
 
-@pytest.mark.parametrize("convert", [float, np.float64, lambda v: np.array(v)], ids=["float", "np.float64", "0-d array"])
+@pytest.mark.parametrize("convert", [float, np.float64, lambda v: np.array(v)],
+                         ids=["float", "np.float64", "0-d array"])
 def test_a_float_in_any_float64_form_passes(convert):
     v = evaluate(lambda X, Y: convert(cka_einsum_features(X, Y)), CKA)
     assert v.passed, format_verdict(v)
