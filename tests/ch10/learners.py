@@ -155,3 +155,136 @@ WRONG = [
     (PATCHIFY, "float32-output", float32_patches),
     (PATCHIFY, "input-modified-in-place", patchify_in_place),
 ]
+
+
+# ============================================================================================
+# attention_rollout (stretch), in PyTorch: weights is a list of (B, h, L, L) tensors
+# ============================================================================================
+
+ROLLOUT = "10.attention_rollout"
+
+
+def rollout_loop(weights):
+    """Layer by layer, one batch element at a time, the residual mixed in with torch.lerp."""
+    import torch
+
+    B, h, L, _ = weights[0].shape
+    out = []
+    for b in range(B):
+        r = torch.eye(L, dtype=weights[0].dtype)
+        for layer in weights:
+            a = torch.lerp(layer[b].mean(dim=0), torch.eye(L, dtype=layer.dtype), 0.5)  # 0.5 A + 0.5 I
+            a = a / a.sum(dim=1, keepdim=True)
+            r = a @ r
+        out.append(r)
+    return torch.stack(out)
+
+
+def rollout_einsum_float64(weights):
+    """All layers at once as one (n, B, L, L) stack, the product by einsum, computed in float64."""
+    import torch
+
+    stack = torch.stack([w.double() for w in weights])  # (n, B, h, L, L)
+    L = stack.shape[-1]
+    a = 0.5 * torch.einsum("nbhij->nbij", stack) / stack.shape[2] + 0.5 * torch.eye(L, dtype=torch.float64)
+    a = a / a.sum(-1, keepdim=True)
+    r = a[0]
+    for m in a[1:]:
+        r = torch.einsum("bij,bjk->bik", m, r)
+    return r.float()
+
+
+def rollout_reversed_reduce(weights):
+    """functools.reduce over the layers from the last, multiplying on the right."""
+    from functools import reduce
+
+    import torch
+
+    L = weights[0].shape[-1]
+    hats = []
+    for w in weights:
+        m = (w.sum(1) / w.shape[1] + torch.eye(L)) / 2
+        hats.append(m / m.sum(-1, keepdim=True))
+    return reduce(torch.matmul, reversed(hats))
+
+
+def rollout_raw_product(weights):
+    import torch
+
+    r = weights[0].mean(1)
+    for w in weights[1:]:
+        r = torch.bmm(w.mean(1), r)
+    return r
+
+
+def rollout_without_renormalising(weights):
+    import torch
+
+    r = None
+    for w in weights:
+        a = 0.5 * w.mean(1) + 0.5 * torch.eye(w.shape[-1])
+        r = a if r is None else a @ r
+    return r
+
+
+def rollout_first_on_left(weights):
+    import torch
+
+    r = torch.eye(weights[0].shape[-1])
+    for w in weights:
+        a = 0.5 * w.mean(1) + 0.5 * torch.eye(w.shape[-1])
+        r = r @ (a / a.sum(-1, keepdim=True))
+    return r
+
+
+def rollout_max_heads(weights):
+    import torch
+
+    r = torch.eye(weights[0].shape[-1])
+    for w in weights:
+        a = 0.5 * w.max(dim=1).values + 0.5 * torch.eye(w.shape[-1])
+        r = (a / a.sum(-1, keepdim=True)) @ r
+    return r
+
+
+def rollout_sum_heads(weights):
+    import torch
+
+    r = torch.eye(weights[0].shape[-1])
+    for w in weights:
+        a = w.sum(1) + torch.eye(w.shape[-1])
+        r = (a / a.sum(-1, keepdim=True)) @ r
+    return r
+
+
+def rollout_last_only(weights):
+    import torch
+
+    w = weights[-1]
+    a = 0.5 * w.mean(1) + 0.5 * torch.eye(w.shape[-1])
+    return a / a.sum(-1, keepdim=True)
+
+
+def rollout_in_place(weights):
+    """Right values, but each layer's map is overwritten with Â on the way."""
+    import torch
+
+    r = torch.eye(weights[0].shape[-1])
+    for w in weights:
+        w.mul_(0.5).add_(0.5 * torch.eye(w.shape[-1]))
+        a = w.mean(1)
+        r = (a / a.sum(-1, keepdim=True)) @ r
+    return r
+
+
+CORRECT[ROLLOUT] = [rollout_loop, rollout_einsum_float64, rollout_reversed_reduce]
+
+WRONG += [
+    (ROLLOUT, "rollout-no-residual", rollout_raw_product),
+    (ROLLOUT, "rollout-rows-not-renormalised", rollout_without_renormalising),
+    (ROLLOUT, "rollout-layers-in-wrong-order", rollout_first_on_left),
+    (ROLLOUT, "rollout-max-over-heads", rollout_max_heads),
+    (ROLLOUT, "rollout-heads-summed", rollout_sum_heads),
+    (ROLLOUT, "rollout-last-layer-only", rollout_last_only),
+    (ROLLOUT, "input-modified-in-place", rollout_in_place),
+]

@@ -1,4 +1,5 @@
-"""Chapter 10 exercises: an image cut into a sequence of patches (NumPy, float64).
+"""Chapter 10 exercises: an image cut into a sequence of patches (NumPy, float64), and the stretch
+exercise, attention rollout through the layers (PyTorch, float32).
 
 ``10.patchify`` is the first step of a vision Transformer (Dosovitskiy et al. 2021): images
 (B, C, H, W) become (B, N, p * p * C), N patches in reading order, each flattened pixel by pixel
@@ -8,6 +9,14 @@ wrong code): C > 1 (so the channel order inside a patch shows), H != W with seve
 row and per column (so the patch order, and H read from W's axis, show), p = 1 and p = H = W
 (one pixel per patch, one patch per image), and a grid whose last row and column of patches a
 loop can miss.
+
+``10.attention_rollout`` receives a list of per-layer (B, h, L, L) maps. Its cases hold them as
+one float32 array (n_layers, B, h, L, L), which the ``run_tensor_function`` harness passes as a
+list of tensors sharing the array's memory (so an in-place change is seen). Its cases: one layer
+(where only the residual, the heads' mean and the renormalisation can show), several layers and
+heads (the order of the product, the mean against the max or the sum), and a layer with a row of
+zeros, what a query that may read no key gets (``InspectableAttention``), where the
+renormalisation matters even with the 0.5 weights.
 """
 
 from __future__ import annotations
@@ -15,7 +24,8 @@ from __future__ import annotations
 import numpy as np
 
 from . import reference as ref
-from ...spec import FLOAT32_OUTPUT, INPUT_MODIFIED, Case, Exercise, Misconception, Property
+from ...spec import FLOAT32_OUTPUT, INPUT_MODIFIED, Case, Exercise, Misconception, Property, deferred
+from ...untrusted.harness import Harness
 
 ARGS = ("images", "patch_size")
 
@@ -200,4 +210,112 @@ PATCHIFY = Exercise(
     forbidden=("torch", "einops", "mhsa_ref"),
 )
 
-EXERCISES = (PATCHIFY,)
+
+# ---------------------------------------------------------------------------------------------
+# 10.attention_rollout (stretch: the learner works out how the layers' maps compose)
+
+MISTAKES = f"{__package__}.mistakes"
+
+
+def _maps(rng: np.random.Generator, n_layers: int, B: int, h: int, L: int, spread: float = 1.5) -> np.ndarray:
+    s = spread * rng.standard_normal((n_layers, B, h, L, L))
+    e = np.exp(s - s.max(axis=-1, keepdims=True))
+    return (e / e.sum(axis=-1, keepdims=True)).astype(np.float32)
+
+
+def _rollout_cases(rng: np.random.Generator) -> list[Case]:
+    def case(name, maps):
+        return Case(name, (maps,), arg_names=("weights",))
+
+    masked = _maps(rng, 2, 1, 2, 4)
+    masked[0, :, :, 3, :] = 0.0  # query 3 may read no key in layer 1: its row is all zeros
+    cases = [
+        case("one layer, one head, L=3", _maps(rng, 1, 1, 1, 3)),
+        case("one layer, 4 heads, L=4", _maps(rng, 1, 1, 4, 4)),
+        case("two layers, one head, L=4", _maps(rng, 2, 1, 1, 4)),
+        case("three layers, 3 heads, B=2, L=5", _maps(rng, 3, 2, 3, 5)),
+        case("two layers, peaked maps (scores 4 times larger)", _maps(rng, 2, 1, 2, 5, spread=6.0)),
+        case("a query that may read no key in layer 1 (a row of zeros)", masked),
+    ]
+    for i in range(2):
+        n, B, h, L = (int(rng.integers(1, 5)), int(rng.integers(1, 3)), int(rng.integers(1, 5)), int(rng.integers(2, 8)))
+        cases.append(case(f"random {i + 1}: {n} layers, B={B}, {h} heads, L={L}", _maps(rng, n, B, h, L)))
+    return cases
+
+
+def _rollout_rows_sum_to_one(case: Case, outputs: tuple) -> str | None:
+    out = outputs[0]
+    maps = case.args[0]
+    if out is None or out.shape != (maps.shape[1], maps.shape[3], maps.shape[3]):
+        return None
+    sums = out.astype(np.float64).sum(axis=-1)
+    worst = sums.flat[int(np.argmax(np.abs(sums - 1)))]
+    if not np.isfinite(worst) or abs(worst - 1) > 1e-4:
+        return (f"each row of a rollout spreads one position over the inputs and sums to 1, but one of yours sums "
+                f"to {worst:.6g}: renormalise the rows of each layer's matrix.")
+    return None
+
+
+def _rollout_wrong(name: str):
+    return deferred(f"{MISTAKES}:{name}")
+
+
+ATTENTION_ROLLOUT = Exercise(
+    id="10.attention_rollout",
+    name="attention_rollout",
+    signature="attention_rollout(weights)",
+    points=2.0,
+    reference=deferred(f"{__package__}.reference_torch:attention_rollout"),
+    make_cases=_rollout_cases,
+    outputs=("rollout",),
+    properties=(Property("rows sum to 1", _rollout_rows_sum_to_one),),
+    misconceptions=(
+        Misconception(
+            "rollout-no-residual",
+            "You multiply the layers' attention maps alone. Each block adds its attention's output to "
+            "its input (the residual connection), so a position also keeps its own vector: Abnar and "
+            "Zuidema model that as attention to oneself, 0.5 * mean_h(A) + 0.5 * I, rows renormalised.",
+            (_rollout_wrong("no_residual"),),
+        ),
+        Misconception(
+            "rollout-rows-not-renormalised",
+            "Your rows do not sum to 1: after adding the identity, divide each row of the layer's matrix "
+            "by its sum (a row of zeros, a query that may read nothing, sums to 0.5 with the 0.5 weights, "
+            "and A + I sums to 2). Then every row of the product sums to 1 as well.",
+            (_rollout_wrong("not_renormalised"), _rollout_wrong("identity_added_not_renormalised")),
+        ),
+        Misconception(
+            "rollout-layers-in-wrong-order",
+            "You multiply the layers in reading order, Â_1 @ Â_2 @ ... The last layer reads what the "
+            "layers below it made, so it comes on the left: R = Â_L @ ... @ Â_2 @ Â_1 (start from "
+            "the identity and do R = Â @ R for each layer, first to last).",
+            (_rollout_wrong("first_layer_on_the_left"),),
+        ),
+        Misconception(
+            "rollout-max-over-heads",
+            "You take the largest weight over the heads. Rollout averages the heads (mean over axis 1): "
+            "the heads' outputs are added up by W_o, and the mean keeps each row summing to 1.",
+            (_rollout_wrong("max_over_heads"),),
+        ),
+        Misconception(
+            "rollout-heads-summed",
+            "You sum the heads instead of averaging them, which weighs the attention h times more than the "
+            "residual. Average over the heads (axis 1), then add the identity with equal weights.",
+            (_rollout_wrong("heads_summed"),),
+        ),
+        Misconception(
+            "rollout-last-layer-only",
+            "You return the last layer's matrix only: what the last layer reads, not what flowed up to it. "
+            "Multiply every layer's matrix, the last on the left.",
+            (_rollout_wrong("last_layer_only"),),
+        ),
+        INPUT_MODIFIED,
+    ),
+    forbidden=("mhsa_ref",),
+    dtype="float32",
+    rtol=1e-4,
+    atol=1e-6,
+    harness=Harness("run_tensor_function", {"lists": [0]}),
+)
+
+EXERCISES = (PATCHIFY, ATTENTION_ROLLOUT)
