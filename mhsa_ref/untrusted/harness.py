@@ -8,7 +8,8 @@ harness, so they are compared on identical terms.
 
 A function exercise can be run through a harness too: ``run_within_memory`` calls it while
 ``tracemalloc`` traces NumPy's allocations and adds one output, whether the peak stayed within a
-bound the case gives (for "never builds the (L, L) matrix").
+bound the case gives (for "never builds the (L, L) matrix"), and ``run_tensor_function`` calls a
+PyTorch function on the case's arrays as tensors (chapter 10's rollout takes a list of them).
 
 A ``Harness`` is plain data (a name and JSON options), so that the grader can send it into the
 sandbox; what an exercise expects (the class a converter must return) comes in its options.
