@@ -156,6 +156,8 @@ def test_patchify_errors_name_the_argument_and_shape(images, p, error, words):
     (np.zeros((4, 4)), (1, 4, 4), 2, ["patches", "(4, 4)"]),
     (np.zeros((1, 4, 4)), (4, 4), 2, ["image_shape", "(C, H, W)"]),
     (np.zeros((1, 4, 4)), (0, 4, 4), 2, ["image_shape", "positive"]),
+    (np.zeros((1, 4, 4)), (1, 4.5, 4), 2, ["image_shape", "ints", "4.5"]),
+    (np.zeros((1, 4, 4)), "CHW", 2, ["image_shape", "'CHW'"]),
 ])
 def test_unpatchify_errors_name_the_argument_and_shape(patches, shape, p, words):
     with pytest.raises(ValueError) as info:

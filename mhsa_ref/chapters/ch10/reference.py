@@ -68,9 +68,12 @@ def unpatchify(patches: np.ndarray, image_shape: tuple[int, int, int], patch_siz
     x = as_float_array(patches, "patches")
     p = _patch_size(patch_size)
     try:
-        C, H, W = (int(s) for s in image_shape)
+        C, H, W = image_shape
     except (TypeError, ValueError):
         raise ValueError(f"image_shape must be (C, H, W), got {image_shape!r}") from None
+    if not all(isinstance(s, (int, np.integer)) and not isinstance(s, (bool, np.bool_)) for s in (C, H, W)):
+        raise ValueError(f"image_shape must be (C, H, W) of ints, got {image_shape!r}")
+    C, H, W = int(C), int(H), int(W)
     if min(C, H, W) < 1:
         raise ValueError(f"image_shape must be (C, H, W) of positive sizes, got {image_shape!r}")
     gh, gw = _grid(H, W, p, "image_shape", (C, H, W))
