@@ -137,12 +137,12 @@ def test_penalty_cases_hold_what_the_mistakes_need():
 
 
 # --------------------------------------------------------------------------------------------
-# attention_entropy (stretch) through run_tensors
+# attention_entropy (stretch) through run_tensor_function
 
 
 def test_entropy_runs_on_tensors_and_must_return_one():
     ex = exercises.get(AE)
-    assert ex.harness.as_json() == {"name": "run_tensors", "options": {}} and ex.harness.needs_torch
+    assert ex.harness.as_json() == {"name": "run_tensor_function", "options": {}} and ex.harness.needs_torch
     case = ex.cases(0)[0]
     out = call(ae_masked_mean, case, 1, ex.harness).outputs[0]
     assert isinstance(out, np.ndarray) and out.dtype == np.float32 and out.shape == (case.args[0].shape[1],)

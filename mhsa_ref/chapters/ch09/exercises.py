@@ -1,6 +1,6 @@
 """Chapter 09 exercises: linear CKA between two representations (NumPy, float64), the
 orthogonality penalty between heads (PyTorch, float32), and, as a stretch, the mean entropy of
-each head's attention rows (PyTorch, float32, through the ``run_tensors`` harness).
+each head's attention rows (PyTorch, float32, through the ``run_tensor_function`` harness).
 
 ``09.linear_cka`` returns "a float": it runs through the ``run_float`` harness, which takes a
 Python float as the float64 it is. ``09.orthogonality_penalty`` runs through ``run_differentiable``:
@@ -415,7 +415,7 @@ ATTENTION_ENTROPY = Exercise(
     dtype="float32",
     rtol=1e-4,
     atol=1e-5,
-    harness=Harness("run_tensors"),
+    harness=Harness("run_tensor_function"),
 )
 
 EXERCISES = (LINEAR_CKA, ORTHOGONALITY_PENALTY, ATTENTION_ENTROPY)
