@@ -180,6 +180,8 @@ def test_it_attention_has_every_head_and_the_pointer(data, trained):
         torch.testing.assert_close(r.sum(-1), torch.ones(10))
     table = P.mass_table(trained, data.test, data.vocab)
     assert len(table) == 10
+    for r in table:
+        assert r["to_animate"] + r["to_place"] + r["to_adjective"] <= 1 + 1e-6
     pointer = {r["adjective"]: r for r in table if r["head"].startswith("pointer")}
     assert pointer["animate"]["to_animate"] > 0.8 and pointer["place"]["to_place"] > 0.8
 
@@ -215,8 +217,10 @@ def test_the_figure_is_titled_labelled_and_refuses_a_pair_that_differs_elsewhere
 
     pair = [P.parse("the animal was next to the street and it was too tired"),
             P.parse("the animal was next to the street and it was too wide")]
-    fig = P.plot_it_attention(trained, pair, data.vocab, ["layer 2 head 2", "pointer (readout)"], seed=0)
+    fig = P.plot_it_attention(trained, pair, data.vocab, ["layer 2 head 2", "pointer (readout)"], seed=0,
+                              notes=["why", "the answer"])
     axes = fig.axes
+    assert axes[1].get_title() == "pointer (readout) (seed 0): the answer"
     assert len(axes) == 2 and fig.get_suptitle()
     assert all(ax.get_title() and ax.get_ylabel() for ax in axes) and axes[-1].get_xlabel()
     assert "tired / wide" in [t.get_text() for t in axes[-1].get_xticklabels()]
@@ -225,6 +229,33 @@ def test_the_figure_is_titled_labelled_and_refuses_a_pair_that_differs_elsewhere
     with pytest.raises(ValueError, match="exactly one word"):
         P.plot_it_attention(trained, [pair[0], P.parse("the dog was next to the street and it was too wide")],
                             data.vocab, ["pointer (readout)"])
+    with pytest.raises(ValueError, match="one note per head"):
+        P.plot_it_attention(trained, pair, data.vocab, ["pointer (readout)"], notes=["a", "b"])
     with pytest.raises(ValueError, match="same length"):
         P.plot_it_attention(trained, [pair[0], P.parse("the street and the dog were there , but it was too wide")],
                             data.vocab, ["pointer (readout)"])
+
+
+def test_answers_show_unknown_words_and_say_when_the_model_is_wrong(data, trained):
+    sents = [P.parse("the animal didn't cross the street because it was too tired")]
+    (line,) = P.answers(trained, sents, data.vocab)
+    assert line.startswith("the animal <unk> <unk> the street because it was too tired\n    -> it = the ")
+    ok = P.evaluate(trained, sents, data.vocab)["correct"][0]
+    assert ("(right)" in line) == bool(ok) and ("wrong, it is the animal" in line) == (not ok)
+
+
+def test_accuracy_without_a_head_switches_only_that_head_off_and_puts_it_back(data, trained):
+    sents = data.test[:400]
+    full = P.evaluate(trained, sents, data.vocab)["correct"].mean()
+    gates = trained.encoder.head_gates.clone()
+    # every head of both layers off: the pointer is left with embeddings and positions
+    trained.encoder.head_gates.data.zero_()
+    all_off = P.evaluate(trained, sents, data.vocab)["correct"].mean()
+    trained.encoder.head_gates.data.copy_(gates)
+    one_off = P.accuracy_without(trained, "layer 1 head 1", sents, data.vocab)
+    assert torch.equal(trained.encoder.head_gates, gates)
+    assert P.evaluate(trained, sents, data.vocab)["correct"].mean() == full
+    assert all_off < full and 0 <= one_off <= 1
+    for bad in ("layer 3 head 1", "head 1", "layer one head 1"):
+        with pytest.raises(ValueError, match="head"):
+            P.accuracy_without(trained, bad, sents, data.vocab)

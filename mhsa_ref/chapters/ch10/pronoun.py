@@ -39,7 +39,7 @@ __all__ = [
     "ANIMATE", "PLACES", "ANIMATE_ADJ", "PLACE_ADJ", "TEMPLATES", "OUT_OF_TEMPLATE",
     "Sentence", "PronounData", "Batch", "parse", "make_data", "out_of_template", "encode",
     "PronounResolver", "BagOfWords", "train_resolver", "train_bag_of_words", "evaluate",
-    "bag_accuracy", "it_attention", "noun_mass", "mass_table", "most_selective_head",
+    "answers", "bag_accuracy", "it_attention", "noun_mass", "mass_table", "most_selective_head", "accuracy_without",
     "plot_it_attention",
 ]
 
@@ -380,6 +380,18 @@ def evaluate(model: PronounResolver, sentences: Sequence[Sentence], vocab: dict[
             "mass": model.pointer[rows, b.target].cpu().numpy()}
 
 
+def answers(model: PronounResolver, sentences: Sequence[Sentence], vocab: dict[str, int]) -> list[str]:
+    """One line per sentence: the words as the model reads them, its answer, right or wrong."""
+    r = evaluate(model, sentences, vocab)
+    lines = []
+    for s, pred, ok in zip(sentences, r["pred"], r["correct"]):
+        seen = " ".join(w if w in vocab else UNK for w in s.words)
+        answer = s.words[pred] if pred < len(s.words) else "?"
+        verdict = "right" if ok else f"wrong, it is the {s.referent}"
+        lines.append(f"{seen}\n    -> it = the {answer} ({verdict})")
+    return lines
+
+
 @torch.no_grad()
 def bag_accuracy(model: BagOfWords, sentences: Sequence[Sentence], vocab: dict[str, int]) -> float:
     """Fraction of sentences where the bag of words says correctly "first" or "second" noun."""
@@ -416,15 +428,18 @@ def noun_mass(rows: torch.Tensor, sentences: Sequence[Sentence]) -> tuple[np.nda
 
 
 def mass_table(model: PronounResolver, sentences: Sequence[Sentence], vocab: dict[str, int]) -> list[dict]:
-    """Mean attention mass from *it* on each noun, per head and per adjective kind."""
+    """Mean attention mass from *it* on each noun and on the deciding adjective, per head and
+    per adjective kind: one row per (head, kind)."""
     table = []
     kinds = np.array([s.kind for s in sentences])
+    adj = np.array([s.words.index(s.adjective, s.it) for s in sentences])
     for name, rows in it_attention(model, sentences, vocab).items():
         to_a, to_p = noun_mass(rows, sentences)
+        to_adj = rows.numpy()[np.arange(len(sentences)), adj]
         for kind in ("animate", "place"):
             sel = kinds == kind
             table.append({"head": name, "adjective": kind, "to_animate": float(to_a[sel].mean()),
-                          "to_place": float(to_p[sel].mean())})
+                          "to_place": float(to_p[sel].mean()), "to_adjective": float(to_adj[sel].mean())})
     return table
 
 
@@ -441,11 +456,34 @@ def most_selective_head(table: list[dict]) -> tuple[str, float]:
     return best, score[best]
 
 
+def accuracy_without(model: PronounResolver, head: str, sentences: Sequence[Sentence], vocab: dict[str, int]) -> float:
+    """Accuracy with encoder head ``head`` ("layer l head h") switched off (its gate set to 0).
+
+    The gate multiplies the head's output before ``W_o`` (chapter 06's ``head_gates``); it is
+    put back afterwards, also when evaluation fails.
+    """
+    try:
+        _, l, _, h = head.split()
+        l, h = int(l) - 1, int(h) - 1
+    except ValueError:
+        raise ValueError(f'head must read "layer L head H", got {head!r}') from None
+    gates = model.encoder.head_gates
+    if not (0 <= l < gates.shape[0] and 0 <= h < gates.shape[1]):
+        raise ValueError(f"head {head!r} is not in this model's {gates.shape[0]} layers x {gates.shape[1]} heads")
+    before = gates.data.clone()
+    try:
+        gates.data[l, h] = 0.0
+        return float(evaluate(model, sentences, vocab)["correct"].mean())
+    finally:
+        gates.data.copy_(before)
+
+
 def plot_it_attention(model: PronounResolver, pair: Sequence[Sentence], vocab: dict[str, int],
-                      heads: Sequence[str], seed: int | None = None):
+                      heads: Sequence[str], seed: int | None = None, notes: Sequence[str] | None = None):
     """Bars: the attention from *it* over the words of two sentences that differ in the adjective.
 
-    One panel per name in ``heads`` (keys of ``it_attention``), stacked.
+    One panel per name in ``heads`` (keys of ``it_attention``), stacked, each titled with its
+    name, the seed and its entry of ``notes`` (why it is shown).
     """
     import matplotlib.pyplot as plt
 
@@ -454,20 +492,23 @@ def plot_it_attention(model: PronounResolver, pair: Sequence[Sentence], vocab: d
     diff = [i for i, (u, v) in enumerate(zip(pair[0].words, pair[1].words)) if u != v]
     if len(diff) != 1:
         raise ValueError(f"pair must differ in exactly one word, they differ at positions {diff}")
+    if notes is not None and len(notes) != len(heads):
+        raise ValueError(f"notes must give one note per head: {len(notes)} notes for {len(heads)} heads")
     rows = it_attention(model, pair, vocab)
     labels = list(pair[0].words)
     labels[diff[0]] = f"{pair[0].words[diff[0]]} / {pair[1].words[diff[0]]}"
     x = np.arange(len(labels))
-    fig, axes = plt.subplots(len(heads), 1, figsize=(7, 2.6 * len(heads) + 0.6), layout="constrained",
+    fig, axes = plt.subplots(len(heads), 1, figsize=(7, 2.2 * len(heads) + 0.9), layout="constrained",
                              sharex=True, squeeze=False)
     colours = ("#0072B2", "#E69F00")
-    for ax, name in zip(axes[:, 0], heads):
+    for i, (ax, name) in enumerate(zip(axes[:, 0], heads)):
         for k, (s, c) in enumerate(zip(pair, colours)):
             ax.bar(x + (k - 0.5) * 0.4, rows[name][k].numpy(), 0.4, color=c,
                    label=f'"...too {s.adjective}": it = {s.referent}')
-        ax.set_ylabel("weight from 'it'")
+        ax.set_ylabel("weight from 'it' (unitless)")
         ax.set_ylim(0, 1)
-        ax.set_title(name + (f" (seed {seed})" if seed is not None else ""))
+        ax.set_title(name + (f" (seed {seed})" if seed is not None else "")
+                     + (f": {notes[i]}" if notes is not None else ""))
         ax.legend(loc="upper right")
     axes[-1, 0].set_xticks(x, labels, rotation=30, ha="right")
     axes[-1, 0].set_xlabel("key: the word attended to")
