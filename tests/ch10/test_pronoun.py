@@ -90,8 +90,9 @@ def test_the_split_is_seeded_and_keeps_the_figures_pair_held_out():
         assert {("animal", "tired"), ("street", "wide")} <= d.held_out
     with pytest.raises(ValueError, match="holdout_every"):
         P.make_data(0, holdout_every=1)
-    with pytest.raises(ValueError, match="always_held_out"):
-        P.make_data(0, always_held_out=[("animal", "wide")])
+    for bad in ([("animal", "wide")], [("fox", "tired")], [("dog", "tired"), ("cat", "hungry")]):
+        with pytest.raises(ValueError, match="always_held_out"):
+            P.make_data(0, always_held_out=bad)
 
 
 def test_out_of_template_sentences_are_new_and_their_distractors_describe_the_other_noun(data):
@@ -141,6 +142,8 @@ def test_resolver_scores_real_positions_only_and_ignores_padding(data):
     (torch.zeros(2, 5, 1, dtype=torch.long), torch.zeros(2, dtype=torch.long), "ids"),
     (torch.ones(2, 5, dtype=torch.long), torch.zeros(3, dtype=torch.long), "it must be"),
     (torch.ones(2, 5, dtype=torch.long), torch.tensor([0, 5]), "outside"),
+    (torch.ones(2, 5, dtype=torch.long), torch.tensor([0.0, 1.0]), "int64"),
+    (torch.ones(2, 30, dtype=torch.long), torch.zeros(2, dtype=torch.long), "max_len"),
 ])
 def test_resolver_refuses_bad_input_naming_the_argument(ids, it, words):
     model = P.PronounResolver(10)

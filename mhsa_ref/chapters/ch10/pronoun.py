@@ -178,6 +178,8 @@ def make_data(seed: int, holdout_every: int = 4,
     rng = np.random.default_rng(seed)
     held: set[tuple[str, str]] = set()
     for nouns, adjs in ((ANIMATE, ANIMATE_ADJ), (PLACES, PLACE_ADJ)):
+        if any(n not in ANIMATE + PLACES for n, _ in always_held_out):
+            raise ValueError(f"always_held_out names a noun outside ANIMATE and PLACES: {list(always_held_out)}")
         fixed = [(n, a) for n, a in always_held_out if n in nouns]
         if any(a not in adjs for _, a in fixed) or len(fixed) > 1:
             raise ValueError(f"always_held_out needs at most one (noun, adjective) of each kind "
@@ -282,8 +284,8 @@ class PronounResolver(nn.Module):
         if ids.ndim != 2 or ids.dtype != torch.long:
             raise ValueError(f"ids must be (B, L) int64 word ids, got shape {tuple(ids.shape)} dtype {ids.dtype}")
         B, L = ids.shape
-        if it.shape != (B,):
-            raise ValueError(f"it must be (B,) = ({B},) positions, got shape {tuple(it.shape)}")
+        if it.shape != (B,) or it.dtype != torch.long:
+            raise ValueError(f"it must be (B,) = ({B},) int64 positions, got shape {tuple(it.shape)} dtype {it.dtype}")
         if bool(((it < 0) | (it >= L)).any()):
             raise ValueError(f"it holds positions outside 0..{L - 1}: {it.tolist()}")
         real = ids != 0  # <pad> is id 0
@@ -509,7 +511,8 @@ def plot_it_attention(model: PronounResolver, pair: Sequence[Sentence], vocab: d
         ax.set_ylim(0, 1)
         ax.set_title(name + (f" (seed {seed})" if seed is not None else "")
                      + (f": {notes[i]}" if notes is not None else ""))
-        ax.legend(loc="upper right")
+        if i == 0:  # the same two sentences in every panel
+            ax.legend(loc="upper right")
     axes[-1, 0].set_xticks(x, labels, rotation=30, ha="right")
     axes[-1, 0].set_xlabel("key: the word attended to")
     fig.suptitle("Where 'it' looks as the adjective changes")
