@@ -11,15 +11,17 @@ calls it:
   same in both orders and only the order says where the referent is. What is held out: a
   quarter of the (referent noun, adjective) combinations, in every template, with every other
   noun and in both orders; the test set is exactly the sentences that contain one of them, so
-  no test sentence occurs in training. ``OUT_OF_TEMPLATE`` holds templates the model never saw.
+  no test sentence occurs in training. ``OUT_OF_TEMPLATE`` holds templates the model never saw,
+  the last two with a second adjective that describes the noun that is not the referent.
 - **model** (``PronounResolver``): chapter 06's ``TinyTransformer`` over word ids, then a
   pointer: the hidden state at *it* is a query, every position's hidden state a key, and the
   softmax of their scores (over all real positions; the model is not told where the nouns are)
   is trained with cross-entropy to put its mass on the referent.
 - **controls**: accuracy per noun order, and ``BagOfWords``, which sees which words occur but
   not where, and must say whether the referent is the first or the second noun.
-- **measurements**: accuracy, the attention mass from *it* to each noun in every layer and head
-  and in the pointer, split by the adjective's kind; a figure for one sentence pair.
+- **measurements**: accuracy, the attention mass from *it* to each noun (and to the deciding
+  adjective) in every layer and head and in the pointer, split by the adjective's kind; the
+  accuracy with one head switched off (chapter 06's ``head_gates``); a figure for one pair.
 """
 
 from __future__ import annotations
