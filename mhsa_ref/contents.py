@@ -25,7 +25,6 @@ from .notebooks import NAME
 # when its folder mhsa_ref/chapters/chNN/ is created.
 PLANNED: dict[str, tuple[str, str, str]] = {
     "09": ("A committee that disagrees", "Look inside, and beyond", "head patterns, CKA, redundancy"),
-    "10": ("One mechanism, many domains", "Look inside, and beyond", "pronouns, image patches, DNA"),
 }
 
 BEGIN = "<!-- begin: chapters (generated from mhsa_ref/chapters by python -m mhsa_ref.assign; do not edit) -->"

@@ -122,6 +122,28 @@ def run_within_memory(fn: Any, limit_bytes: int, *args: Any) -> tuple:
     return result, _ARRAY([1.0 if within else 0.0])
 
 
+def run_tensor_function(fn: Any, *args: Any, lists: tuple = ()) -> Any:
+    """Call a PyTorch function exercise on a case's arrays, and give its one output back as an array.
+
+    Every array argument is passed as a tensor that shares its memory, so an in-place change shows
+    in the case's array as in the NumPy chapters; an argument whose position is in ``lists`` is
+    passed as a list of tensors, one per entry of its first axis (per-layer attention maps). The
+    function must return a ``torch.Tensor``.
+    """
+    import torch
+
+    converted = []
+    for i, value in enumerate(args):
+        if isinstance(value, np.ndarray):
+            value = torch.from_numpy(value)
+            value = list(value.unbind(0)) if i in lists else value
+        converted.append(value)
+    out = fn(*converted)
+    if not isinstance(out, torch.Tensor):
+        raise TypeError(f"{getattr(fn, '__name__', 'the function')} returned {describe(out)}; expected a torch.Tensor")
+    return _ARRAY(out.detach().cpu().numpy())  # a copy: nothing of the learner's tensor stays shared
+
+
 def seal_tracemalloc() -> None:
     """Start tracing for good and remove ``TAMPERING`` from ``tracemalloc`` and ``_tracemalloc``,
     for this process: called by the sandbox before learner code loads, where an exercise runs
@@ -287,7 +309,8 @@ def _same(before: tuple, storage: Any) -> bool:
     return torch.equal(u8(copy), u8(storage))
 
 
-HARNESSES = {f.__name__: f for f in (run_module, run_converter, run_within_memory, run_saving)}
+HARNESSES = {f.__name__: f for f in (run_module, run_converter, run_within_memory, run_saving,
+                                                run_tensor_function)}
 
 
 def module_output_names(state: dict) -> tuple[str, ...]:
