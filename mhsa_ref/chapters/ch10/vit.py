@@ -107,9 +107,10 @@ class TinyViT(nn.Module):
         self.n_patches = (image_size // patch_size) ** 2
         self.patch_dim = patch_size * patch_size * channels
         self.positions = positions
-        # d_ff = 2 d rather than chapter 06's 4 d: half the cost, no loss of accuracy measured here
+        # d_ff = d rather than chapter 06's 4 d: the feed-forward layers cost a quarter, and on
+        # these digits the test accuracy was no lower in our trials (the chapter has seconds of CPU)
         self.encoder = TinyTransformer(d_model, num_heads, n_layers, max_len=self.n_patches + 1,
-                                       d_input=self.patch_dim, d_ff=d_ff or 2 * d_model)
+                                       d_input=self.patch_dim, d_ff=d_ff or d_model)
         if not positions:  # no position at all, not a learned one that happens to be small
             nn.init.zeros_(self.encoder.pos)
             self.encoder.pos.requires_grad_(False)
