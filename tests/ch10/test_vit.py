@@ -192,6 +192,7 @@ def test_accuracy_counts_the_argmax_against_the_labels():
         model.head.weight.zero_()
         model.head.bias.copy_(torch.tensor([0.0, 0.0, 5.0, 0.0]))
     labels = torch.tensor([2, 0, 2, 1, 2])
+    assert vit.predict(model, torch.rand(5, 1, 8, 8)).tolist() == [2] * 5
     assert vit.accuracy(model, torch.rand(5, 1, 8, 8), labels) == pytest.approx(0.6)
     assert vit.accuracy(model, torch.rand(5, 1, 8, 8), labels, shuffle_seed=0) == pytest.approx(0.6)
 
@@ -205,7 +206,9 @@ def test_run_experiment_trains_both_settings_per_seed():
     for r in runs:
         assert r.model.positions == r.positions and r.seconds > 0
         if not r.positions:  # a set of patches: shuffling changes nothing
-            assert r.shuffled_accuracy == r.test_accuracy
+            assert r.shuffled_accuracy == r.test_accuracy and r.shuffle_changed == 0
+        shuffled = vit.predict(r.model, data.x_test, shuffle_seed=1000 + r.seed)
+        assert r.shuffle_changed == int((shuffled != vit.predict(r.model, data.x_test)).sum())
     summary = vit.summarize(runs)
     assert summary[True]["seeds"] == 2
     assert summary[False]["test_accuracy"] == pytest.approx(np.mean([r.test_accuracy for r in runs[1::2]]))

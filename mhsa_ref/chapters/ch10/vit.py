@@ -30,7 +30,7 @@ from ...timing import single_thread
 from ..ch06.inspectable import TinyTransformer
 
 __all__ = ["Digits", "load_digits_split", "stratified_split", "TinyViT", "shuffle_patches", "train",
-           "accuracy", "ViTRun", "run_experiment", "summarize", "logistic_regression_accuracy",
+           "predict", "accuracy", "ViTRun", "run_experiment", "summarize", "logistic_regression_accuracy",
            "cls_attention", "plot_patch_maps"]
 
 PatchifyFn = Callable[[np.ndarray, int], np.ndarray]
@@ -180,25 +180,31 @@ def train(model: TinyViT, data: Digits, *, epochs: int = 20, batch_size: int = 1
 
 
 @torch.no_grad()
-def accuracy(model: TinyViT, images: torch.Tensor, labels: torch.Tensor, *, shuffle_seed: int | None = None) -> float:
-    """Fraction of ``images`` classified right; with ``shuffle_seed``, after shuffling their patches."""
+def predict(model: TinyViT, images: torch.Tensor, *, shuffle_seed: int | None = None) -> torch.Tensor:
+    """The class each image is given, (B,) on the CPU; with ``shuffle_seed``, after shuffling its patches."""
     model.eval()
     patches = model.patches(images)
     if shuffle_seed is not None:
         patches = shuffle_patches(patches, shuffle_seed)
-    pred = model.classify(patches).argmax(-1).cpu()
-    return float((pred == labels.cpu()).float().mean())
+    return model.classify(patches).argmax(-1).cpu()
+
+
+def accuracy(model: TinyViT, images: torch.Tensor, labels: torch.Tensor, *, shuffle_seed: int | None = None) -> float:
+    """Fraction of ``images`` classified right; with ``shuffle_seed``, after shuffling their patches."""
+    return float((predict(model, images, shuffle_seed=shuffle_seed) == labels.cpu()).float().mean())
 
 
 @dataclass(frozen=True)
 class ViTRun:
-    """One trained model's scores (fractions in [0, 1]) and its training time in seconds."""
+    """One trained model's scores (fractions in [0, 1]), how many test images change class when
+    their patches are shuffled, and its training time in seconds."""
 
     positions: bool
     seed: int
     train_accuracy: float
     test_accuracy: float
     shuffled_accuracy: float
+    shuffle_changed: int
     seconds: float
     model: TinyViT
 
@@ -223,19 +229,22 @@ def _one_run(patchify: PatchifyFn, data: Digits, seed: int, positions: bool, dev
     start = time.perf_counter()
     train(model, data, epochs=epochs, seed=seed)
     seconds = time.perf_counter() - start
-    return ViTRun(positions, seed, accuracy(model, data.x_train, data.y_train),
-                  accuracy(model, data.x_test, data.y_test),
-                  accuracy(model, data.x_test, data.y_test, shuffle_seed=1000 + seed), seconds, model)
+    plain = predict(model, data.x_test)
+    shuffled = predict(model, data.x_test, shuffle_seed=1000 + seed)
+    right = lambda pred: float((pred == data.y_test.cpu()).float().mean())  # noqa: E731
+    return ViTRun(positions, seed, accuracy(model, data.x_train, data.y_train), right(plain), right(shuffled),
+                  int((plain != shuffled).sum()), seconds, model)
 
 
 def summarize(runs: Sequence[ViTRun]) -> dict[bool, dict[str, float]]:
-    """Per setting (positions True/False): mean train, test and shuffled-test accuracy over seeds."""
+    """Per setting (positions True/False): the means over seeds of each run's numbers, and ``seeds``."""
     out = {}
     for positions in (True, False):
         mine = [r for r in runs if r.positions == positions]
         if mine:
             out[positions] = {k: float(np.mean([getattr(r, k) for r in mine]))
                               for k in ("train_accuracy", "test_accuracy", "shuffled_accuracy", "seconds")}
+            out[positions]["shuffle_changed"] = float(np.mean([r.shuffle_changed for r in mine]))
             out[positions]["seeds"] = len(mine)
     return out
 
@@ -266,7 +275,7 @@ def plot_patch_maps(images: np.ndarray, maps: dict[str, np.ndarray], patch_size:
     """
     import matplotlib.pyplot as plt
 
-    from ...plotting import CMAP, MAX_WIDTH_IN
+    from ...plotting import CMAP, MAX_WIDTH_IN, MIN_FONT_PT
 
     images = np.asarray(images)
     B, H, W = len(images), images.shape[-2], images.shape[-1]
@@ -287,8 +296,10 @@ def plot_patch_maps(images: np.ndarray, maps: dict[str, np.ndarray], patch_size:
                                    cmap=CMAP, vmin=0.0, vmax=vmax)
             axes[i, j].contour(images[j].reshape(H, W), levels=[0.5], colors="white", linewidths=1.0)
         axes[i, 0].set_ylabel(name)
-        fig.colorbar(im, ax=axes[i, :], label="weight", shrink=0.9)
+        fig.colorbar(im, ax=axes[i, :], label="attention weight\n(unitless)", shrink=0.9)
     for ax in axes.flat:
         ax.set_xticks([])
         ax.set_yticks([])
+    fig.supxlabel(f"each square: one patch of {patch_size}x{patch_size} pixels; white line: the outline of the ink",
+                  fontsize=MIN_FONT_PT)
     return fig
