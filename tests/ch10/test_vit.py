@@ -270,3 +270,36 @@ def test_the_reference_patchify_and_rollout_fit_the_model():
     rollout = attention_rollout(model.encoder.attention_maps())
     assert rollout.shape == (2, 17, 17)
     torch.testing.assert_close(rollout.sum(-1), torch.ones(2, 17))
+
+
+def test_hostile_or_careless_inputs_get_clear_errors():
+    images = torch.rand(2, 1, 8, 8)
+    with pytest.raises(TypeError, match="dtype <U1"):
+        vit.TinyViT(lambda x, p: np.full((2, 16, 4), "a"))(images)
+    with pytest.raises(ValueError, match="NaN or infinite"):
+        vit.TinyViT(lambda x, p: np.full((2, 16, 4), np.nan))(images)
+    # a patchify that writes into its input cannot reach the caller's images
+    def scribbler(x, p):
+        out = loop_patchify(x, p)
+        x[...] = 0
+        return out
+    kept = images.clone()
+    vit.TinyViT(scribbler)(images)
+    assert torch.equal(images, kept)
+    # ints and torch tensors from a learner's patchify are fine
+    assert vit.TinyViT(lambda x, p: torch.as_tensor(loop_patchify(x, p)))(images).shape == (2, 10)
+    with pytest.raises(ValueError, match=r"patches must be \(B, N, D\)"):
+        vit.shuffle_patches(torch.rand(16, 4), 0)
+    model = vit.TinyViT(loop_patchify, n_classes=4)
+    with pytest.raises(ValueError, match="epochs=0"):
+        vit.train(model, tiny_digits(), epochs=0)
+    with pytest.raises(ValueError, match="seeds is empty"):
+        vit.run_experiment(loop_patchify, tiny_digits(), seeds=())
+
+
+def test_plot_patch_maps_refuses_maps_that_do_not_fit_the_grid():
+    images = np.zeros((2, 1, 8, 8))
+    with pytest.raises(ValueError, match=r"maps\['m'\] must be \(B, N\) = \(2, 16\).*\(2, 15\)"):
+        vit.plot_patch_maps(images, {"m": np.zeros((2, 15))}, 2, ["a", "b"])
+    with pytest.raises(ValueError, match="titles has 1 entries for 2 images"):
+        vit.plot_patch_maps(images, {"m": np.zeros((2, 16))}, 2, ["a"])

@@ -123,10 +123,14 @@ class TinyViT(nn.Module):
         if images.ndim != 4 or tuple(images.shape[1:]) != expected:
             raise ValueError(f"images must be (B, {', '.join(map(str, expected))}), got shape {tuple(images.shape)}")
         out = np.asarray(self.patchify(images.detach().cpu().numpy().astype(np.float64), self.patch_size))
+        if not (np.issubdtype(out.dtype, np.floating) or np.issubdtype(out.dtype, np.integer)):
+            raise TypeError(f"patchify returned an array of dtype {out.dtype}; expected real numbers")
         if out.shape != (images.shape[0], self.n_patches, self.patch_dim):
             raise ValueError(f"patchify returned shape {out.shape} for images of shape {tuple(images.shape)} "
                              f"and patch_size={self.patch_size}; expected "
                              f"{(images.shape[0], self.n_patches, self.patch_dim)}")
+        if not np.isfinite(out).all():
+            raise ValueError("patchify returned NaN or infinite values for finite images")
         return torch.as_tensor(out, dtype=torch.float32, device=self.cls.device)
 
     def classify(self, patches: torch.Tensor) -> torch.Tensor:
@@ -145,6 +149,8 @@ class TinyViT(nn.Module):
 
 def shuffle_patches(patches: torch.Tensor, seed: int) -> torch.Tensor:
     """Each image's patches in a random order of its own (a new tensor; the input is kept)."""
+    if patches.ndim != 3:
+        raise ValueError(f"patches must be (B, N, D), got shape {tuple(patches.shape)}")
     B, N, D = patches.shape
     g = torch.Generator().manual_seed(seed)
     order = torch.argsort(torch.rand(B, N, generator=g), dim=1).to(patches.device)
@@ -154,6 +160,8 @@ def shuffle_patches(patches: torch.Tensor, seed: int) -> torch.Tensor:
 def train(model: TinyViT, data: Digits, *, epochs: int = 20, batch_size: int = 128, lr: float = 6e-3,
           weight_decay: float = 0.05, seed: int = 0) -> list[float]:
     """AdamW, the learning rate warmed up then annealed (one cycle); returns each epoch's mean training loss."""
+    if epochs < 1 or batch_size < 1:
+        raise ValueError(f"epochs and batch_size must be at least 1, got epochs={epochs}, batch_size={batch_size}")
     torch.manual_seed(seed)
     device = model.cls.device
     x, y = model.patches(data.x_train), data.y_train.to(device)  # patchify once, not every step
@@ -216,6 +224,8 @@ def run_experiment(patchify: PatchifyFn, data: Digits, *, seeds: Sequence[int] =
     On a CPU it runs on one thread (restored after): models this small spend longer coordinating
     several threads than computing, and far longer when other processes share the cores.
     """
+    if len(seeds) == 0:
+        raise ValueError("seeds is empty: give at least one seed")
     threads = single_thread() if torch.device(device).type == "cpu" else contextlib.nullcontext()
     with threads:
         return [_one_run(patchify, data, seed, positions, device, epochs, model_kw)
@@ -280,6 +290,12 @@ def plot_patch_maps(images: np.ndarray, maps: dict[str, np.ndarray], patch_size:
     images = np.asarray(images)
     B, H, W = len(images), images.shape[-2], images.shape[-1]
     grid = (H // patch_size, W // patch_size)
+    if len(titles) != B:
+        raise ValueError(f"titles has {len(titles)} entries for {B} images")
+    for name, m in maps.items():
+        if np.ndim(m) != 2 or np.shape(m)[0] < B or np.shape(m)[1] != grid[0] * grid[1]:
+            raise ValueError(f"maps[{name!r}] must be (B, N) = ({B}, {grid[0] * grid[1]}) for {B} images of "
+                             f"{H}x{W} pixels and patch_size={patch_size}, got shape {np.shape(m)}")
     rows = 1 + len(maps)
     fig, axes = plt.subplots(rows, B, figsize=(MAX_WIDTH_IN, 1.55 * rows + 0.5), layout="constrained",
                              squeeze=False)
