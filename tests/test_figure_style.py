@@ -96,6 +96,7 @@ def test_show_mask_marks_each_cell_and_refuses_labels_that_do_not_fit(book_style
     with pytest.raises(ValueError, match=r"mask shape \(3, 4\), 3 row and 3 column labels"):
         show_mask(mask, list("abc"), list("xyz"), title="t")
 
+
 def _solution_cells():
     for path in sorted((ROOT / "solutions").glob("*.ipynb")):
         nb = json.loads(path.read_text(encoding="utf-8"))

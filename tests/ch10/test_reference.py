@@ -107,6 +107,14 @@ def test_unpatchify_inverts_patchify_from_the_patches_side(batch):
     np.testing.assert_array_equal(patchify(unpatchify(patches, (C, H, W), p), p), patches)
 
 
+def test_patchify_of_views_and_fortran_arrays_is_by_index_not_by_memory():
+    rng = np.random.default_rng(4)
+    base = rng.normal(size=(2, 3, 8, 12))
+    for images in (base[:, :, ::2, ::2], np.asfortranarray(base), base.transpose(0, 1, 3, 2), base[:, ::-1]):
+        np.testing.assert_array_equal(patchify(images, 2), patchify_by_pixels(np.ascontiguousarray(images), 2))
+    assert patchify(np.zeros((0, 3, 4, 4)), 2).shape == (0, 4, 12)  # an empty batch is still a batch
+
+
 def test_patchify_accepts_lists_ints_and_cpu_tensors_and_returns_new_float64():
     ints = np.arange(2 * 4 * 4).reshape(1, 2, 4, 4)
     want = patchify_by_pixels(ints.astype(float), 2)
@@ -131,6 +139,9 @@ def test_patchify_accepts_lists_ints_and_cpu_tensors_and_returns_new_float64():
     (np.zeros((1, 1, 4, 4)), True, TypeError, ["patch_size", "bool"]),
     (np.zeros((1, 1, 4, 4), dtype=complex), 2, TypeError, ["images", "complex"]),
     (np.zeros((1, 1, 4, 4), dtype=bool), 2, TypeError, ["images", "bool"]),
+    (np.zeros((1, 0, 4, 4)), 2, ValueError, ["images", "(1, 0, 4, 4)"]),
+    (np.zeros((1, 1, 0, 4)), 2, ValueError, ["images", "(1, 1, 0, 4)"]),
+    ([[[[1.0, 2.0], [3.0]]]], 1, TypeError, ["images", "array-like"]),
 ])
 def test_patchify_errors_name_the_argument_and_shape(images, p, error, words):
     with pytest.raises(error) as info:
@@ -248,6 +259,8 @@ def test_rollout_of_a_tiny_transformer_and_inputs_unchanged():
     ([torch.ones(1, 2, 2)], ValueError, ["weights[0]", "(B, h, L, L)", "(1, 2, 2)"]),
     ([torch.ones(1, 1, 2, 3)], ValueError, ["weights[0]", "(1, 1, 2, 3)"]),
     ([torch.ones(1, 1, 2, 2), torch.ones(1, 1, 3, 3)], ValueError, ["weights[1]", "(1, 1, 3, 3)", "(1, 1, 2, 2)"]),
+    ([torch.ones(1, 1, 2, 2), torch.ones(1, 1, 2, 2, dtype=torch.float64)], TypeError, ["weights[1]", "float64"]),
+    ((m for m in [torch.ones(1, 1, 2, 2)]), TypeError, ["list", "generator"]),
 ])
 def test_rollout_errors_name_the_argument_and_shape(weights, error, words):
     with pytest.raises(error) as info:

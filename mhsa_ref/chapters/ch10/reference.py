@@ -51,6 +51,8 @@ def patchify(images: np.ndarray, patch_size: int) -> np.ndarray:
     if x.ndim != 4:
         raise ValueError(f"images must have shape (B, C, H, W), got shape {x.shape} ({x.ndim} dimensions)")
     B, C, H, W = x.shape
+    if min(C, H, W) < 1:
+        raise ValueError(f"images must have at least one channel, row and column, got shape {x.shape}")
     gh, gw = _grid(H, W, p, "images", x.shape)
     # (B, C, gh, p, gw, p) -> (B, gh, gw, p, p, C): grid axes first (row-major), then the pixel's
     # row, column and channel; the reshape then flattens both groups in that order.

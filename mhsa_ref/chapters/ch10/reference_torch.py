@@ -36,6 +36,9 @@ def attention_rollout(weights: Sequence[torch.Tensor]) -> torch.Tensor:
         if a.dim() != 4 or a.shape[-1] != a.shape[-2] or a.shape != first.shape:
             raise ValueError(f"weights[{i}] must have shape (B, h, L, L) like weights[0] {tuple(first.shape)}, "
                              f"got {tuple(a.shape)}")
+        if a.dtype != first.dtype or a.device != first.device:
+            raise TypeError(f"weights[{i}] is {a.dtype} on {a.device}, weights[0] {first.dtype} on {first.device}: "
+                            "give every layer's map the same dtype and device")
     B, _, L, _ = first.shape
     eye = torch.eye(L, dtype=first.dtype, device=first.device)
     rollout = eye.expand(B, L, L)
