@@ -6,8 +6,8 @@ Transformer blocks, and classify from the CLS token's output. Here the image is 
 the patches 2x2 (16 tokens), and the blocks chapter 06's (``TinyTransformer``).
 
 - ``load_digits_split``: the 1,797 digits that ship with scikit-learn, split once into train
-  and test, stratified by class, seeded (scikit-learn is imported only here: the grader never
-  imports this module's data side).
+  and test, stratified by class, seeded (scikit-learn is imported inside the functions that
+  use it, so importing this module does not need it).
 - ``TinyViT``: the model; ``patchify`` is passed in, so the chapter runs on the learner's own.
 - ``shuffle_patches``, ``train``, ``accuracy``, ``run_experiment``: with positions, without
   them, and with the patches shuffled at test time.
