@@ -303,3 +303,10 @@ def test_plot_patch_maps_refuses_maps_that_do_not_fit_the_grid():
         vit.plot_patch_maps(images, {"m": np.zeros((2, 15))}, 2, ["a", "b"])
     with pytest.raises(ValueError, match="titles has 1 entries for 2 images"):
         vit.plot_patch_maps(images, {"m": np.zeros((2, 16))}, 2, ["a"])
+
+
+def test_colour_images_and_other_sizes_fit_too():
+    model = vit.TinyViT(loop_patchify, image_size=12, patch_size=4, channels=3, d_model=16, num_heads=2).eval()
+    assert (model.n_patches, model.patch_dim) == (9, 48)
+    assert model(torch.rand(2, 3, 12, 12)).shape == (2, 10)
+    assert [w.shape for w in model.encoder.attention_maps()] == [(2, 2, 10, 10)] * 2
