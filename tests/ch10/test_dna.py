@@ -237,5 +237,25 @@ def test_plots_are_titled_and_labelled():
                for g in (8, 32) for s in (0, 1) for m in ("attention", "CNN")]
     ax = dna.plot_accuracy_vs_gap(records, cnn_field=17, motif_len=6)
     assert ax.get_title() and ax.get_xlabel() and ax.get_ylabel()
-    ax = dna.plot_attention_from_b(np.full((2, 30), 1 / 30), pos_a=3, pos_b=20, gap=17)
+    ax = dna.plot_attention_from_b(np.full((2, 30), 1 / 30), pos_a=3, pos_b=20, label=1)
     assert ax.get_title() and "attention" in ax.get_ylabel()
+
+
+def test_window_touches_both_agrees_with_the_data():
+    field = MotifCNN().receptive_field
+    for gap in (8, 16, 32, 64):
+        task = MotifTask.for_gap(gap)
+        data = make_motif_data(64, task, np.random.default_rng(gap))
+        closest = (data.pos_b - (data.pos_a + task.motif_len - 1)).min()  # bases from A's end to B's start
+        assert dna.window_touches_both(task, field) == (closest < field)
+
+
+def test_attention_from_b_picks_bs_row_and_as_column():
+    task = MotifTask.for_gap(16)
+    data = make_motif_data(6, task, np.random.default_rng(0))
+    model = MotifTransformer(task.length)
+    rows, on_a = dna.attention_from_b(model, data)
+    weights = model.attention_maps()[0]
+    for i in range(6):
+        torch.testing.assert_close(torch.from_numpy(rows[i]), weights[i, :, data.pos_b[i]])
+        torch.testing.assert_close(torch.from_numpy(on_a[i]), weights[i, :, data.pos_b[i], data.pos_a[i]])

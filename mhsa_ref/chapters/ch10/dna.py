@@ -7,9 +7,9 @@ exactly, and so are where A sits and where B sits: the start of A takes each of 
 places equally often in both classes, and so does the start of B (in the negatives, the first
 ``shift`` starts of each block of ``2 * shift`` put B further away, the next ``shift`` closer).
 So a model that sees one motif, even with its absolute position, learns nothing; nor does a
-model that looks through windows too short to hold both motifs and pools what it finds (a
-margin of ``margin`` bases at each end keeps the edges out of it). Only the distance between
-the two tells the classes apart.
+model that looks through windows that never touch both motifs and pools what it finds (a
+margin of ``margin`` bases at each end keeps the edges out of those windows). Only the distance
+between the two tells the classes apart.
 
 The models: ``MotifCNN``, two convolutions and a global max-pool (its receptive field
 computed by ``receptive_field``), and ``MotifTransformer``, chapter 06's ``TinyTransformer``
@@ -33,7 +33,8 @@ from ..ch06.inspectable import TinyTransformer
 __all__ = [
     "BASES", "MotifTask", "MotifData", "encode", "decode", "one_hot", "kmer_tokens",
     "make_motif_data", "receptive_field", "MotifCNN", "MotifTransformer", "train_classifier",
-    "accuracy", "gap_experiment", "plot_accuracy_vs_gap", "plot_attention_from_b",
+    "accuracy", "gap_experiment", "window_touches_both", "attention_from_b", "plot_accuracy_vs_gap",
+    "plot_attention_from_b",
 ]
 
 BASES = "ACGT"
@@ -179,6 +180,15 @@ def make_motif_data(n: int, task: MotifTask, rng: np.random.Generator) -> MotifD
     return MotifData(codes, labels, pos_a, pos_b, task)
 
 
+def window_touches_both(task: MotifTask, window: int) -> bool:
+    """Whether some window of ``window`` consecutive bases touches both motifs in some sequence.
+
+    A occupies bases [a, a + m) and B [b, b + m); the closest pair is ``gap - shift`` apart, so
+    a window reaches from A's last base to B's first when ``gap - shift - m + 2 <= window``.
+    """
+    return task.gap - task.shift - task.motif_len + 2 <= window
+
+
 def receptive_field(kernel_sizes: Sequence[int], dilations: Sequence[int] | None = None) -> int:
     """Bases one output of stacked stride-1 convolutions sees: 1 + sum of (k - 1) * dilation."""
     dilations = [1] * len(kernel_sizes) if dilations is None else list(dilations)
@@ -215,15 +225,16 @@ class MotifCNN(nn.Module):
 
 
 class MotifTransformer(nn.Module):
-    """``TinyTransformer`` over overlapping k-mer tokens, with relative score biases, then a max
-    over positions and a linear read-out: one logit. ``max_len`` is in bases."""
+    """``TinyTransformer`` over overlapping k-mer tokens, with relative score biases (unless
+    ``relative_positions=False``), then a max over positions and a linear read-out: one logit.
+    ``max_len`` is in bases."""
 
     def __init__(self, max_len: int, k: int = 6, d_model: int = 32, num_heads: int = 2, n_layers: int = 1,
-                 d_ff: int | None = None) -> None:
+                 d_ff: int | None = None, relative_positions: bool = True) -> None:
         super().__init__()
         self.k = k
         self.body = TinyTransformer(d_model, num_heads, n_layers, max_len - k + 1, d_ff=d_ff,
-                                    vocab_size=4 ** k + 1, relative_positions=True)
+                                    vocab_size=4 ** k + 1, relative_positions=relative_positions)
         self.readout = nn.Linear(d_model, 1)
 
     def inputs(self, codes: np.ndarray) -> torch.Tensor:
@@ -299,6 +310,23 @@ def gap_experiment(gaps: Sequence[int], seeds: Sequence[int], steps: int, batch_
     return records, models
 
 
+@torch.no_grad()
+def attention_from_b(model: "MotifTransformer", data: MotifData, layer: int = 0,
+                     device: str | torch.device = "cpu") -> tuple[np.ndarray, np.ndarray]:
+    """Each head's attention from B's token, for every sequence of ``data``.
+
+    Returns (rows (n, h, L_tokens), on_a (n, h)): the attention row of the token that starts B,
+    and its weight on the token that starts A. Token i is the k-mer that starts at base i, so
+    these are B's and A's start positions.
+    """
+    model.eval()
+    model(model.inputs(data.codes).to(device))
+    weights = model.attention_maps()[layer].cpu().numpy()  # (n, h, L, L)
+    n = np.arange(len(data.labels))
+    rows = weights[n, :, data.pos_b]  # (n, h, L)
+    return rows, rows[n, :, data.pos_a]
+
+
 def plot_accuracy_vs_gap(records: list[dict], cnn_field: int, motif_len: int, ax=None):
     """Test accuracy against the gap, one line per model (mean over seeds, each seed a dot)."""
     import matplotlib.pyplot as plt
@@ -312,9 +340,9 @@ def plot_accuracy_vs_gap(records: list[dict], cnn_field: int, motif_len: int, ax
         ax.plot(gaps, means, color=colour, marker=marker, label=f"{name} (mean over seeds)")
         ax.scatter([r["gap"] for r in rows], [r["accuracy"] for r in rows], color=colour, alpha=0.4, s=18)
     ax.axhline(0.5, color="grey", ls=":", label="chance")
-    # A window of cnn_field bases holds both motifs only while gap + motif length <= cnn_field.
+    # A window of cnn_field bases holds both motifs whole only while gap + motif length <= cnn_field.
     ax.axvline(cnn_field - motif_len + 0.5, color="C1", ls="--", lw=1,
-               label=f"largest gap the CNN's {cnn_field}-base field can span")
+               label=f"left of it, the CNN's {cnn_field} bases\nhold both motifs whole")
     ax.set_xscale("log", base=2)
     ax.set_xticks(sorted({r["gap"] for r in records}))
     ax.get_xaxis().set_major_formatter("{x:.0f}")
@@ -322,22 +350,24 @@ def plot_accuracy_vs_gap(records: list[dict], cnn_field: int, motif_len: int, ax
     ax.set_xlabel("gap g: bases from the start of A to the start of B")
     ax.set_ylabel("test accuracy (share correct)")
     ax.set_title("Two motifs g bases apart: attention against a small CNN")
-    ax.legend(loc="center left", fontsize=10)
+    ax.legend(loc="center right", fontsize=10)
     return ax
 
 
-def plot_attention_from_b(weights: np.ndarray, pos_a: int, pos_b: int, gap: int, ax=None):
+def plot_attention_from_b(weights: np.ndarray, pos_a: int, pos_b: int, label: int, ax=None):
     """Each head's attention from B's token (weights (h, L_tokens)) against key position."""
     import matplotlib.pyplot as plt
 
     if ax is None:
-        _, ax = plt.subplots(figsize=(6.4, 3.4))
+        _, ax = plt.subplots(figsize=(6.4, 3.2))
     for head, row in enumerate(np.asarray(weights)):
         ax.plot(np.arange(len(row)), row, lw=1.2, label=f"head {head}")
     ax.axvline(pos_a, color="C2", ls="--", lw=1, label=f"A's token (base {pos_a})")
     ax.axvline(pos_b, color="C3", ls=":", lw=1.5, label=f"B's token, the query (base {pos_b})")
-    ax.set_xlabel("key position (token = the 6-mer starting at that base)")
+    ax.set_xlabel("key position (token i = the 6-mer starting at base i)")
     ax.set_ylabel("attention weight (unitless)")
-    ax.set_title(f"Where B's token looks: one positive test sequence, gap {gap}")
-    ax.legend(fontsize=10)
+    kind = "positive" if label == 1 else "negative"
+    ax.set_title(f"From B's token, a {kind} sequence: B starts {pos_b - pos_a} bases after A")
+    ax.set_ylim(0, 1.05)
+    ax.legend(fontsize=10, loc="upper center")
     return ax
