@@ -198,6 +198,9 @@ def test_relative_biases_learn_and_mask_still_applies():
     causal = torch.ones(6, 6, dtype=torch.bool).tril()
     model(tokens, causal)
     assert torch.all(model.attention_maps()[0].triu(1) == 0)
+    # the (h, L, L) bias of that call is not left behind for a call at another length
+    assert model.blocks[0].attn.score_bias is None
+    assert model.blocks[0].attn(torch.randn(1, 4, 8)).shape == (1, 4, 8)
 
 
 # ---------------------------------------------------------------- training
@@ -222,6 +225,8 @@ def test_training_reaches_the_short_gap_and_refuses_too_little_data():
     assert accuracy(cnn, test) > 0.9  # the CNN's 17 bases hold both motifs 8 apart
     with pytest.raises(ValueError, match="fewer than steps"):
         train_classifier(cnn, train, steps=81)
+    with pytest.raises(ValueError, match="batch_size must be >= 1"):
+        train_classifier(cnn, train, steps=1, batch_size=0)
 
 
 def test_gap_experiment_records_every_run():
@@ -259,3 +264,11 @@ def test_attention_from_b_picks_bs_row_and_as_column():
     for i in range(6):
         torch.testing.assert_close(torch.from_numpy(rows[i]), weights[i, :, data.pos_b[i]])
         torch.testing.assert_close(torch.from_numpy(on_a[i]), weights[i, :, data.pos_b[i], data.pos_a[i]])
+
+
+def test_show_motifs_capitalises_exactly_the_motifs():
+    task = MotifTask.for_gap(16)
+    data = make_motif_data(2, task, np.random.default_rng(0))
+    text = dna.show_motifs(data.codes[0], data.pos_a[0], data.pos_b[0], task.motif_len)
+    assert re.sub("[acgt]+", "-", text) == f"-{task.motif_a}-{task.motif_b}-"
+    assert text.upper() == decode(data.codes[:1])[0]

@@ -105,6 +105,7 @@ class TinyTransformer(nn.Module):
             block.attn.gate = gate
             block.attn.score_bias = None if self.rel_bias is None else self.rel_bias[layer][:, offsets]
             h = block(h, mask)
+            block.attn.score_bias = None  # sized for this L: never left for a later call
         return self.ln(h)
 
     def attention_maps(self) -> list[torch.Tensor]:

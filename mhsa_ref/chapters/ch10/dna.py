@@ -31,7 +31,7 @@ from torch.nn import functional as F
 from ..ch06.inspectable import TinyTransformer
 
 __all__ = [
-    "BASES", "MotifTask", "MotifData", "encode", "decode", "one_hot", "kmer_tokens",
+    "BASES", "MotifTask", "MotifData", "encode", "decode", "show_motifs", "one_hot", "kmer_tokens",
     "make_motif_data", "receptive_field", "MotifCNN", "MotifTransformer", "train_classifier",
     "accuracy", "gap_experiment", "window_touches_both", "attention_from_b", "plot_accuracy_vs_gap",
     "plot_attention_from_b",
@@ -58,6 +58,14 @@ def decode(codes: np.ndarray) -> list[str]:
     """The inverse of ``encode``."""
     letters = np.array(list(BASES + "N"))
     return ["".join(row) for row in letters[np.asarray(codes)]]
+
+
+def show_motifs(codes: np.ndarray, pos_a: int, pos_b: int, motif_len: int) -> str:
+    """One sequence's codes (L,) as text: the background in lower case, the motifs in capitals."""
+    s = decode(np.asarray(codes)[None])[0].lower()
+    for p in (pos_a, pos_b):
+        s = s[:p] + s[p:p + motif_len].upper() + s[p + motif_len:]
+    return s
 
 
 def _check_codes(codes: object, name: str = "codes") -> np.ndarray:
@@ -255,6 +263,8 @@ def train_classifier(model: nn.Module, data: MotifData, steps: int, batch_size: 
     The relative score biases get ``bias_lr``: Adam moves a parameter by about its learning rate
     per step, and a bias must reach a few units before a head looks at one offset among hundreds.
     """
+    if steps < 1 or batch_size < 1:
+        raise ValueError(f"steps and batch_size must be >= 1, got steps={steps}, batch_size={batch_size}")
     if len(data.labels) < steps * batch_size:
         raise ValueError(f"data holds {len(data.labels)} examples, fewer than steps * batch_size = {steps * batch_size}")
     torch.manual_seed(seed)
