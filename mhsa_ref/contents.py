@@ -25,7 +25,6 @@ from .notebooks import NAME
 # when its folder mhsa_ref/chapters/chNN/ is created.
 PLANNED: dict[str, tuple[str, str, str]] = {
     "09": ("A committee that disagrees", "Look inside, and beyond", "head patterns, CKA, redundancy"),
-    "10": ("One mechanism, many domains", "Look inside, and beyond", "pronouns, image patches, DNA"),
 }
 
 BEGIN = "<!-- begin: chapters (generated from mhsa_ref/chapters by python -m mhsa_ref.assign; do not edit) -->"
@@ -102,16 +101,16 @@ def intro_block(root: Path) -> str:
         parts.setdefault(e.part, []).append(e)
     stages = " ".join(f"{part}: {', '.join(f'{e.number} {_spoken(e.title)}' for e in group)}."
                       for part, group in parts.items())
-    alt = (f"The path through the book, read top to bottom, in {_number_word(len(parts))} stages. {stages} "
-           "Each box says whether its chapter is available or planned; the table below links the "
-           "available ones.")
+    planned = [e for e in all_entries if not e.available]
+    boxes = ("Each box says whether its chapter is available or planned; the table below links the available ones."
+             if planned else "Every chapter is available; the table below links them.")
+    alt = f"The path through the book, read top to bottom, in {_number_word(len(parts))} stages. {stages} {boxes}"
     lines = ["```{image} chapter-path.svg", "---", "alt: >-"]
     lines += ["  " + line for line in _wrap(alt, 92)]
     lines += ["width: 480px", "align: center", "---", "```", "",
               "| | chapter | you build |", "|---|---|---|"]
     lines += [f"| {int(e.number)} | [{e.title}]({e.notebook}) | {', '.join(e.builds)} |"
               for e in all_entries if e.available]
-    planned = [e for e in all_entries if not e.available]
     if planned:
         lines += ["", f"The chapters marked *planned* in the diagram are being written: "
                       f"{_and(f'*{e.title}*' for e in planned)}."]
@@ -143,13 +142,15 @@ def chapter_path_svg(root: Path) -> str:
         y = top + 56
     height = y + 20
     n = len(entries(root))
-    return SVG_HEAD.format(height=height, n=_number_word(n).capitalize(),
+    boxes = ("Each box says whether the chapter is available or planned." if PLANNED
+             else "Every chapter is available.")
+    return SVG_HEAD.format(height=height, n=_number_word(n).capitalize(), boxes=boxes,
                            parts=_number_word(len({e.part for e in entries(root)}))) + "\n".join(out) + "\n</svg>\n"
 
 
 SVG_HEAD = """<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 480 {height}" width="480" height="{height}" role="img" aria-labelledby="title desc">
   <title id="title">The path through the book</title>
-  <desc id="desc">{n} chapters in {parts} stages, read top to bottom. Each box says whether the chapter is available or planned.</desc>
+  <desc id="desc">{n} chapters in {parts} stages, read top to bottom. {boxes}</desc>
   <!-- Generated from mhsa_ref/chapters by python -m mhsa_ref.assign (mhsa_ref/contents.py); do not edit. -->
   <style>
     text {{ font-family: "DejaVu Sans", "Helvetica Neue", Arial, sans-serif; fill: #1a1a1a; }}

@@ -103,3 +103,39 @@ def attention_heatmap(
     if colorbar:
         ax.figure.colorbar(image, ax=ax, label=COLORBAR_LABEL)
     return ax
+
+
+# Chapter 03's mask colours and drawing, here so that later chapters (10) draw masks the same way.
+MASK_ALLOWED, MASK_BLOCKED = "#0072B2", "#D9D9D9"  # blue / light grey
+
+
+def show_mask(mask, row_labels: Sequence[str], col_labels: Sequence[str], title: str, ax=None, text=None,
+              xlabel: str = "key: position j, the token attended to",
+              ylabel: str = "query: position i, the token attending", rotation: float = 45, legend: bool = True):
+    """Draw a boolean mask as chapter 03 does: blue = may attend (True), grey = blocked, with a
+    ✓ or ✗ (or ``text[i][j]``) in each cell. Returns the matplotlib Axes."""
+    import matplotlib.pyplot as plt
+    from matplotlib.colors import ListedColormap
+    from matplotlib.patches import Patch
+
+    mask = np.asarray(mask, dtype=bool)
+    if mask.ndim != 2 or mask.shape != (len(row_labels), len(col_labels)):
+        raise ValueError(f"mask must be 2-D with one row per row label and one column per column label: "
+                         f"got mask shape {mask.shape}, {len(row_labels)} row and {len(col_labels)} column labels")
+    if ax is None:
+        size = (2.6 + 0.5 * mask.shape[1], 0.9 + 0.45 * mask.shape[0])
+        _, ax = plt.subplots(figsize=size, layout="constrained")
+    ax.imshow(mask, cmap=ListedColormap([MASK_BLOCKED, MASK_ALLOWED]), vmin=0, vmax=1)
+    ax.set_xticks(range(mask.shape[1]), col_labels, rotation=rotation, ha="right" if rotation else "center")
+    ax.set_yticks(range(mask.shape[0]), row_labels)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    for (i, j), allowed in np.ndenumerate(mask):
+        label = ("✓" if allowed else "✗") if text is None else text[i][j]
+        ax.text(j, i, label, ha="center", va="center", color="white" if allowed else "black")
+    if legend:
+        ax.legend(handles=[Patch(color=MASK_ALLOWED, label="allowed (True)"),
+                           Patch(color=MASK_BLOCKED, label="blocked (False)")],
+                  loc="upper left", bbox_to_anchor=(1.02, 1.0))
+    return ax

@@ -110,3 +110,15 @@ def test_the_parts_of_the_book_follow_each_other(monkeypatch):
     monkeypatch.setitem(contents.PLANNED, "11", ("Extra", "Build it in NumPy", "a stage that comes back"))
     with pytest.raises(contents.ContentsError, match="chapter 11's part 'Build it in NumPy' comes back"):
         contents.entries(ROOT)
+
+
+def test_with_nothing_planned_the_front_page_says_every_chapter_is_available(monkeypatch):
+    # Chapters 09 and 10 were the last announced: once both are written, no "planned" is left to say.
+    monkeypatch.setattr(contents, "PLANNED", {})
+    intro, svg = contents.intro_block(ROOT), contents.chapter_path_svg(ROOT)
+    assert "Every chapter is available" in intro and "planned" not in intro
+    assert "Every chapter is available." in svg and "planned" not in svg.split("<style>")[0]
+    assert 'class="chapter planned"' not in svg
+    monkeypatch.setattr(contents, "PLANNED", {"11": ("Extra", "Look inside, and beyond", "announced")})
+    assert "available or planned" in contents.intro_block(ROOT) and "*Extra*" in contents.intro_block(ROOT)
+    assert "available or planned" in contents.chapter_path_svg(ROOT)

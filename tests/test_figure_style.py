@@ -21,7 +21,7 @@ import matplotlib.pyplot as plt
 import pytest
 
 from mhsa_ref import diagrams
-from mhsa_ref.plotting import BOOK_RC, MAX_WIDTH_IN, MIN_FONT_PT, attention_heatmap, use_book_style
+from mhsa_ref.plotting import BOOK_RC, MAX_WIDTH_IN, MIN_FONT_PT, attention_heatmap, show_mask, use_book_style
 
 from .conftest import ROOT
 
@@ -82,6 +82,19 @@ def test_attention_heatmap_stays_within_the_column_and_font(book_style):
     assert ax.figure.get_figwidth() <= MAX_WIDTH_IN
     assert min(t.get_fontsize() for t in ax.texts) >= MIN_FONT_PT
     plt.close(ax.figure)
+
+
+def test_show_mask_marks_each_cell_and_refuses_labels_that_do_not_fit(book_style):
+    import numpy as np
+
+    mask = np.tril(np.ones((3, 4), dtype=bool))
+    ax = show_mask(mask, list("abc"), list("wxyz"), title="t")
+    marks = [t.get_text() for t in ax.texts]
+    assert marks.count("✓") == int(mask.sum()) and marks.count("✗") == mask.size - int(mask.sum())
+    assert ax.get_legend() is not None and min(t.get_fontsize() for t in ax.texts) >= MIN_FONT_PT
+    plt.close(ax.figure)
+    with pytest.raises(ValueError, match=r"mask shape \(3, 4\), 3 row and 3 column labels"):
+        show_mask(mask, list("abc"), list("xyz"), title="t")
 
 
 def _solution_cells():

@@ -682,6 +682,56 @@ def recomputed_attention(q, k, v, causal=False):
     assert next(v for v in result.exercises if v.id == "08.softmax_backward").status == "missing"
 
 
+def test_chapter_10_patch_order_rollout_order_and_torch_are_named_in_the_sandbox(tmp_path):
+    """patchify: a column-major grid named; patchify through torch's unfold refused; the stretch
+    exercise's list of tensors crosses into the sandbox (run_tensor_function) and a wrong order is named."""
+    pytest.importorskip("torch")
+    code = """
+import numpy as np
+import torch
+from mhsa_ref import exercise
+
+
+@exercise
+def patchify(images, patch_size):
+    B, C, H, W = images.shape
+    p = patch_size
+    cols = [np.moveaxis(images[:, :, t:t + p, l:l + p], 1, -1).reshape(B, -1)
+            for l in range(0, W, p) for t in range(0, H, p)]
+    return np.stack(cols, axis=1)
+
+
+@exercise
+def attention_rollout(weights):
+    r = torch.eye(weights[0].shape[-1])
+    for a in weights:
+        a = 0.5 * a.mean(1) + 0.5 * torch.eye(a.shape[-1])
+        r = r @ (a / a.sum(-1, keepdim=True))
+    return r
+"""
+    path = save(notebook(code, chapter="10"), tmp_path / "10_domains.ipynb")
+    got = by_id(grade_notebook(path, "s", seed=4, limits=Limits(timeout_s=60)))
+    patches, rollout = got["10.patchify"], got["10.attention_rollout"]
+    assert (patches.status, patches.misconception) == ("failed", "patches-column-major"), patches.feedback
+    assert (rollout.status, rollout.misconception) == ("failed", "rollout-layers-in-wrong-order"), rollout.feedback
+
+    unfold = """
+import torch
+from mhsa_ref import exercise
+
+
+@exercise
+def patchify(images, patch_size):
+    B, C, H, W = images.shape
+    p = patch_size
+    cols = torch.nn.functional.unfold(torch.from_numpy(images), p, stride=p)
+    return cols.reshape(B, C, p, p, -1).permute(0, 4, 2, 3, 1).reshape(B, -1, p * p * C).numpy()
+"""
+    path = save(notebook(unfold, chapter="10"), tmp_path / "unfold" / "10_domains.ipynb")
+    verdict = by_id(grade_notebook(path, "s", seed=4, limits=Limits(timeout_s=60)))["10.patchify"]
+    assert verdict.status == "forbidden" and verdict.score == 0, verdict.feedback
+
+
 # =============================================================================================
 # Gradescope
 

@@ -8,7 +8,8 @@ harness, so they are compared on identical terms.
 
 A function exercise can be run through a harness too: ``run_within_memory`` calls it while
 ``tracemalloc`` traces NumPy's allocations and adds one output, whether the peak stayed within a
-bound the case gives (for "never builds the (L, L) matrix").
+bound the case gives (for "never builds the (L, L) matrix"), and ``run_tensor_function`` calls a
+PyTorch function on the case's arrays as tensors (chapter 10's rollout takes a list of them).
 
 A ``Harness`` is plain data (a name and JSON options), so that the grader can send it into the
 sandbox; what an exercise expects (the class a converter must return) comes in its options.
@@ -120,6 +121,28 @@ def run_within_memory(fn: Any, limit_bytes: int, *args: Any) -> tuple:
     # The one output stays whole (a tuple returned by mistake is judged as a wrong type); the flag
     # is a 1-element array, which crosses the sandbox's protocol with its shape intact.
     return result, _ARRAY([1.0 if within else 0.0])
+
+
+def run_tensor_function(fn: Any, *args: Any, lists: tuple = ()) -> Any:
+    """Call a PyTorch function exercise on a case's arrays, and give its one output back as an array.
+
+    Every array argument is passed as a tensor that shares its memory, so an in-place change shows
+    in the case's array as in the NumPy chapters; an argument whose position is in ``lists`` is
+    passed as a list of tensors, one per entry of its first axis (per-layer attention maps). The
+    function must return a ``torch.Tensor``.
+    """
+    import torch
+
+    converted = []
+    for i, value in enumerate(args):
+        if isinstance(value, np.ndarray):
+            value = torch.from_numpy(value)
+            value = list(value.unbind(0)) if i in lists else value
+        converted.append(value)
+    out = fn(*converted)
+    if not isinstance(out, torch.Tensor):
+        raise TypeError(f"{getattr(fn, '__name__', 'the function')} returned {describe(out)}; expected a torch.Tensor")
+    return _ARRAY(out.detach().cpu().numpy())  # a copy: nothing of the learner's tensor stays shared
 
 
 def seal_tracemalloc() -> None:
@@ -287,7 +310,8 @@ def _same(before: tuple, storage: Any) -> bool:
     return torch.equal(u8(copy), u8(storage))
 
 
-HARNESSES = {f.__name__: f for f in (run_module, run_converter, run_within_memory, run_saving)}
+HARNESSES = {f.__name__: f for f in (run_module, run_converter, run_within_memory, run_saving,
+                                                run_tensor_function)}
 
 
 def module_output_names(state: dict) -> tuple[str, ...]:
