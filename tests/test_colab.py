@@ -1,7 +1,7 @@
 """Colab, simulated: every book notebook runs top to bottom where only Colab's packages are.
 
 A learner who presses the Colab button gets ``book/NN_*.ipynb`` in a runtime that has numpy,
-matplotlib, ipywidgets, ipykernel and torch, but not ``mhsa_ref``: the notebook's setup cell
+matplotlib, ipywidgets, ipykernel, scikit-learn and torch, but not ``mhsa_ref``: the notebook's setup cell
 has to install it (from the repository, ``git+<repository.url>@main``). This test builds such
 an environment (a clean virtual environment, CPU torch first), removes ``mhsa_ref`` before
 each notebook, points the setup cell at this repository with ``MHSA_REF_SOURCE`` and executes
@@ -33,7 +33,7 @@ NOTEBOOKS = sorted(p.name for p in (ROOT / "book").glob("[0-9][0-9]_*.ipynb"))
 # What a Colab runtime has preinstalled (of what the book uses). torch first: on a machine
 # without a GPU, torch==2.13.0 is the CPU build; a bare `torch` would pull CUDA (several GB).
 TORCH = "torch==2.13.0"
-COLAB_PACKAGES = ["numpy", "matplotlib", "ipywidgets", "ipykernel"]
+COLAB_PACKAGES = ["numpy", "matplotlib", "ipywidgets", "ipykernel", "scikit-learn"]
 
 
 def _git(*args: str) -> str:

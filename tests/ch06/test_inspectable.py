@@ -61,3 +61,16 @@ def test_vectors_in_and_clear_errors():
         model(torch.randn(2, 5, 3))
     with pytest.raises(ValueError, match="exactly one"):
         TinyTransformer(8, 2, 1, 4)
+
+
+def test_encode_runs_the_blocks_on_vectors_the_caller_embedded():
+    torch.manual_seed(3)
+    model = TinyTransformer(8, 2, n_layers=2, max_len=5, d_input=3)
+    x = torch.randn(2, 4, 3)
+    torch.testing.assert_close(model.encode(model.embed(x) + model.pos[:4]), model(x))
+    # a token in front that the embedding never saw (a class token), no positions
+    h = torch.cat([torch.randn(2, 1, 8), model.embed(x)], dim=1)
+    assert model.encode(h).shape == (2, 5, 8)
+    assert [w.shape for w in model.attention_maps()] == [(2, 2, 5, 5)] * 2
+    with pytest.raises(ValueError, match="d_model=8"):
+        model.encode(torch.randn(2, 4, 3))

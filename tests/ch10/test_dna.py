@@ -198,6 +198,11 @@ def test_relative_biases_learn_and_mask_still_applies():
     causal = torch.ones(6, 6, dtype=torch.bool).tril()
     model(tokens, causal)
     assert torch.all(model.attention_maps()[0].triu(1) == 0)
+    # encode (the ViT's entry point) adds them too, and refuses more positions than offsets
+    h = torch.randn(2, 6, 8)
+    torch.testing.assert_close(model.encode(h), model.encode(h.clone()))
+    with pytest.raises(ValueError, match="max_len=6 relative offsets"):
+        model.encode(torch.randn(1, 7, 8))
     # the (h, L, L) bias of that call is not left behind for a call at another length
     assert model.blocks[0].attn.score_bias is None
     assert model.blocks[0].attn(torch.randn(1, 4, 8)).shape == (1, 4, 8)

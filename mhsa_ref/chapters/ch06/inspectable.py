@@ -97,8 +97,20 @@ class TinyTransformer(nn.Module):
         L = x.shape[1]
         if L > self.max_len:
             raise ValueError(f"x has length {L}, more than max_len={self.max_len} learned positions")
-        h = self.embed(x) + self.pos[:L]
+        return self.encode(self.embed(x) + self.pos[:L], mask)
+
+    def encode(self, h: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
+        """The blocks and the final LayerNorm on vectors already embedded, (B, L, d_model).
+
+        ``forward`` is ``encode(embed(x) + pos[:L])``; a model that builds its own input (a
+        class token in front, positions left out: chapter 10's ViT) calls this directly.
+        """
+        if h.ndim != 3 or h.shape[-1] != self.ln.normalized_shape[0]:
+            raise ValueError(f"h must be (B, L, d_model={self.ln.normalized_shape[0]}), got shape {tuple(h.shape)}")
+        L = h.shape[1]
         if self.rel_bias is not None:
+            if L > self.max_len:
+                raise ValueError(f"h has length {L}, more than max_len={self.max_len} relative offsets allow")
             i = torch.arange(L, device=h.device)
             offsets = i[None, :] - i[:, None] + self.max_len - 1  # (L, L): key j - query i, shifted
         for layer, (gate, block) in enumerate(zip(self.head_gates, self.blocks)):
