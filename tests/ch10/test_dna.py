@@ -85,6 +85,21 @@ def test_motif_data_is_balanced_and_planted_as_described(gap):
         assert counts[0][1].tolist() == counts[1][1].tolist()
 
 
+@settings(max_examples=25, deadline=None)
+@given(shift=st.integers(1, 4), extra_gap=st.integers(0, 20), blocks=st.integers(1, 3),
+       margin=st.integers(0, 5), seed=st.integers(0, 2**16))
+def test_any_consistent_task_gives_exactly_balanced_places(shift, extra_gap, blocks, margin, seed):
+    task = MotifTask(gap=6 + shift + extra_gap, shift=shift, n_starts=2 * shift * blocks, margin=margin)
+    n = 2 * task.n_starts
+    data = make_motif_data(n, task, np.random.default_rng(seed))
+    assert sorted(data.pos_a[data.labels == 1]) == sorted(data.pos_a[data.labels == 0])
+    assert sorted(data.pos_b[data.labels == 1]) == sorted(data.pos_b[data.labels == 0])
+    distance = data.pos_b - data.pos_a
+    assert np.all(distance[data.labels == 1] == task.gap)
+    assert np.all(np.abs(distance[data.labels == 0] - task.gap) == shift)
+    assert data.pos_b.max() + task.motif_len + margin == task.length
+
+
 def test_motif_data_is_seeded_and_background_is_random():
     task = MotifTask.for_gap(32)
     one = make_motif_data(64, task, np.random.default_rng(3))
