@@ -47,6 +47,8 @@ def test_one_hot_and_kmers_refuse_bad_codes():
         one_hot(np.array([[0, 7]]))
     with pytest.raises(ValueError, match="k must be"):
         kmer_tokens(np.zeros((1, 4), dtype=int), 5)
+    with pytest.raises(ValueError, match="31"):  # 4**32 ids would overflow int64
+        kmer_tokens(np.zeros((1, 40), dtype=int), 32)
 
 
 @settings(max_examples=30, deadline=None)

@@ -90,8 +90,9 @@ def kmer_tokens(codes: np.ndarray, k: int) -> np.ndarray:
     ids run over 0..4**k - 1; a k-mer holding an N gets the extra id 4**k.
     """
     codes = _check_codes(codes)
-    if not isinstance(k, (int, np.integer)) or not 1 <= k <= codes.shape[1]:
-        raise ValueError(f"k must be an int in 1..L={codes.shape[1]}, got {k!r}")
+    if not isinstance(k, (int, np.integer)) or not 1 <= k <= min(codes.shape[1], 31):
+        # 4**31 is the largest power of 4 an int64 id holds
+        raise ValueError(f"k must be an int in 1..min(L={codes.shape[1]}, 31), got {k!r}")
     windows = np.lib.stride_tricks.sliding_window_view(codes, int(k), axis=1)  # (B, L-k+1, k)
     ids = (windows * 4 ** np.arange(k - 1, -1, -1)).sum(-1)
     return np.where((windows == N_CODE).any(-1), 4 ** k, ids)
