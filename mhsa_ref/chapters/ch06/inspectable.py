@@ -12,7 +12,9 @@ two additions, both on the explicit path (the fused kernel returns no weights):
 
 ``TinyTransformer`` stacks chapter 06's blocks (Pre-LN) over token embeddings (``vocab_size``)
 or over vectors (``d_input``, e.g. image patches), with learned positions and one gate per head
-in ``head_gates`` (n_layers, h).
+in ``head_gates`` (n_layers, h). With ``relative_positions=True`` it also learns one score bias
+per head and per offset (key minus query), added to the attention scores as T5 and Enformer do:
+the simplest way for a head to learn "look g positions back" (chapter 10's DNA motifs).
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ class InspectableAttention(MultiHeadSelfAttention):
     def __init__(self, d_model: int, num_heads: int, bias: bool = True) -> None:
         super().__init__(d_model, num_heads, bias=bias)
         self.gate: torch.Tensor | None = None  # (h,), set by TinyTransformer; None = all ones
+        self.score_bias: torch.Tensor | None = None  # (h, L, L) added to the scores; None = none
         self.weights: torch.Tensor | None = None
         self.head_outputs: torch.Tensor | None = None
 
@@ -45,6 +48,8 @@ class InspectableAttention(MultiHeadSelfAttention):
             mask = causal if mask is None else mask & causal
         q, k, v = self._project(x)
         scores = q @ k.transpose(-2, -1) / self.d_head ** 0.5
+        if self.score_bias is not None:
+            scores = scores + self.score_bias
         if mask is not None:
             scores = scores.masked_fill(~mask, float("-inf"))
         weights = torch.softmax(scores, dim=-1)
@@ -67,7 +72,8 @@ class TinyTransformer(nn.Module):
     """
 
     def __init__(self, d_model: int, num_heads: int, n_layers: int, max_len: int, *,
-                 vocab_size: int | None = None, d_input: int | None = None, d_ff: int | None = None) -> None:
+                 vocab_size: int | None = None, d_input: int | None = None, d_ff: int | None = None,
+                 relative_positions: bool = False) -> None:
         super().__init__()
         if (vocab_size is None) == (d_input is None):
             raise ValueError("give exactly one of vocab_size (token ids) and d_input (vectors), "
@@ -83,6 +89,9 @@ class TinyTransformer(nn.Module):
         self.max_len = max_len
         # ones; requires_grad_(True) on it to measure head importance, zeros to prune
         self.head_gates = nn.Parameter(torch.ones(n_layers, num_heads), requires_grad=False)
+        # rel_bias[l, i, max_len - 1 + j - i]: layer l, head i's bias for a key j - i positions away
+        self.rel_bias = (nn.Parameter(torch.zeros(n_layers, num_heads, 2 * max_len - 1))
+                         if relative_positions else None)
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
         L = x.shape[1]
@@ -98,9 +107,17 @@ class TinyTransformer(nn.Module):
         """
         if h.ndim != 3 or h.shape[-1] != self.ln.normalized_shape[0]:
             raise ValueError(f"h must be (B, L, d_model={self.ln.normalized_shape[0]}), got shape {tuple(h.shape)}")
-        for gate, block in zip(self.head_gates, self.blocks):
+        L = h.shape[1]
+        if self.rel_bias is not None:
+            if L > self.max_len:
+                raise ValueError(f"h has length {L}, more than max_len={self.max_len} relative offsets allow")
+            i = torch.arange(L, device=h.device)
+            offsets = i[None, :] - i[:, None] + self.max_len - 1  # (L, L): key j - query i, shifted
+        for layer, (gate, block) in enumerate(zip(self.head_gates, self.blocks)):
             block.attn.gate = gate
+            block.attn.score_bias = None if self.rel_bias is None else self.rel_bias[layer][:, offsets]
             h = block(h, mask)
+            block.attn.score_bias = None  # sized for this L: never left for a later call
         return self.ln(h)
 
     def attention_maps(self) -> list[torch.Tensor]:
