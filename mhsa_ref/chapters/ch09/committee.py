@@ -32,7 +32,8 @@ from ..ch06.inspectable import TinyTransformer
 
 __all__ = ["SUBTASKS", "CommitteeConfig", "Batch", "Vocabulary", "make_batch", "CommitteeModel",
            "loss_on", "evaluate", "train", "heldout_batch", "decode", "answer_positions",
-           "attention_mass", "score_ranks", "show_described"]
+           "attention_mass", "score_ranks", "show_described", "find_example", "labelled_tokens",
+           "draw_head_grid"]
 
 SUBTASKS: tuple[str, ...] = ("previous", "first", "bracket", "induction")
 OPEN_BRACKETS = ("(", "[", "{")
@@ -342,3 +343,49 @@ def show_described(fig, alt: str) -> None:
     plt.close(fig)
     png = base64.b64encode(buffer.getvalue()).decode("ascii")
     display(HTML(f'<img alt="{html.escape(alt)}" style="max-width: 100%" src="data:image/png;base64,{png}">'))
+
+
+def find_example(batch: Batch, length: int) -> int:
+    """The index of the first sequence whose first ``length`` positions hold a scored position
+    of every sub-task (for a small figure: with a causal mask the maps of a prefix are the
+    maps of the whole sequence, cut). Raises ``ValueError`` when there is none."""
+    head = batch.subtask[:, :length]
+    has_all = torch.stack([(head == i).any(dim=1) for i in range(len(SUBTASKS))]).all(dim=0)
+    found = torch.nonzero(has_all)
+    if not len(found):
+        raise ValueError(f"no sequence of the batch holds every sub-task in its first length={length} positions")
+    return int(found[0])
+
+
+def labelled_tokens(config: CommitteeConfig, batch: Batch, index: int, length: int | None = None) -> list[str]:
+    """Tick labels for one sequence: each token's name and its position, e.g. ``'P 3'``."""
+    names = decode(config, batch.tokens[index, :length])
+    return [f"{name} {i}" for i, name in enumerate(names)]
+
+
+def draw_head_grid(maps: torch.Tensor, labels: list[str], *, columns: int = 4, panel_in: float = 1.7):
+    """A grid of attention maps, one panel per (layer, head): ``maps`` (layers, h, L, L).
+
+    Rows of panels go layer by layer, ``columns`` heads per row; tick labels (the tokens) on
+    the outer panels only; one shared colour bar. Returns the figure."""
+    import matplotlib.pyplot as plt
+
+    from ...plotting import CMAP, COLORBAR_LABEL
+
+    maps = maps.detach().cpu()
+    layers, h, L, _ = maps.shape
+    rows = layers * -(-h // columns)
+    fig, axes = plt.subplots(rows, columns, figsize=(columns * panel_in + 0.9, rows * panel_in + 0.6),
+                             squeeze=False, layout="constrained")
+    for layer in range(layers):
+        for head in range(h):
+            r, c = layer * -(-h // columns) + head // columns, head % columns
+            ax = axes[r, c]
+            image = ax.imshow(maps[layer, head].numpy(), cmap=CMAP, vmin=0.0, vmax=1.0)
+            ax.set_title(f"layer {layer + 1}, head {head + 1}", fontsize=10)
+            ax.set_xticks(range(L), labels if r == rows - 1 else [], rotation=90)
+            ax.set_yticks(range(L), labels if c == 0 else [])
+    fig.colorbar(image, ax=axes, label=COLORBAR_LABEL, shrink=0.6)
+    fig.supxlabel("key: the token attended to (token, position)")
+    fig.supylabel("query: the token attending")
+    return fig
