@@ -33,7 +33,8 @@ from ..ch06.inspectable import TinyTransformer
 __all__ = ["SUBTASKS", "CommitteeConfig", "Batch", "Vocabulary", "make_batch", "CommitteeModel",
            "loss_on", "evaluate", "train", "heldout_batch", "decode", "answer_positions",
            "attention_mass", "score_ranks", "show_described", "find_example", "labelled_tokens",
-           "draw_head_grid"]
+           "draw_head_grid", "draw_head_map", "answer_cells", "describe_example", "chance_levels",
+           "uniform_mass", "head_roles"]
 
 SUBTASKS: tuple[str, ...] = ("previous", "first", "bracket", "induction")
 OPEN_BRACKETS = ("(", "[", "{")
@@ -363,29 +364,113 @@ def labelled_tokens(config: CommitteeConfig, batch: Batch, index: int, length: i
     return [f"{name} {i}" for i, name in enumerate(names)]
 
 
-def draw_head_grid(maps: torch.Tensor, labels: list[str], *, columns: int = 4, panel_in: float = 1.7):
+def _mark_answers(ax, answers: list[tuple[int, int]] | None) -> None:
+    """Outline the (query, key) cells where a scored query's answer is."""
+    if answers:
+        ax.scatter([k for _, k in answers], [q for q, _ in answers], marker="s", s=60,
+                   facecolors="none", edgecolors="#D55E00", linewidths=1.5)
+
+
+def answer_cells(config: CommitteeConfig, batch: Batch, index: int, length: int | None = None) -> list[tuple[int, int]]:
+    """(query, key) pairs of one sequence: each scored position and where its answer is."""
+    where = answer_positions(config, batch)[index, :length]
+    return [(q, int(k)) for q, k in enumerate(where) if k >= 0]
+
+
+def draw_head_map(ax, weights: torch.Tensor, labels: list[str], title: str,
+                  answers: list[tuple[int, int]] | None = None):
+    """One head's (L, L) map with the tokens on both axes and the answers outlined."""
+    from ...plotting import attention_heatmap
+
+    attention_heatmap(weights.detach().cpu().numpy(), labels, labels, title, ax=ax, annotate=False)
+    _mark_answers(ax, answers)
+    return ax
+
+
+def draw_head_grid(maps: torch.Tensor, tokens: list[str], *, answers: list[tuple[int, int]] | None = None,
+                   columns: int = 4):
     """A grid of attention maps, one panel per (layer, head): ``maps`` (layers, h, L, L).
 
-    Rows of panels go layer by layer, ``columns`` heads per row; tick labels (the tokens) on
-    the outer panels only; one shared colour bar. Returns the figure."""
+    Rows of panels go layer by layer, ``columns`` heads per row, in the book's 7-inch column;
+    the tokens label the outer panels (keys by name, queries by name and position); one
+    shared colour bar; ``answers`` outlined in every panel. Returns the figure."""
     import matplotlib.pyplot as plt
 
-    from ...plotting import CMAP, COLORBAR_LABEL
+    from ...plotting import CMAP, COLORBAR_LABEL, MAX_WIDTH_IN
 
     maps = maps.detach().cpu()
     layers, h, L, _ = maps.shape
     rows = layers * -(-h // columns)
-    fig, axes = plt.subplots(rows, columns, figsize=(columns * panel_in + 0.9, rows * panel_in + 0.6),
-                             squeeze=False, layout="constrained")
+    fig, axes = plt.subplots(rows, columns, figsize=(MAX_WIDTH_IN, 1.55 * rows + 0.9), squeeze=False,
+                             sharex=True, sharey=True, layout="constrained")
     for layer in range(layers):
         for head in range(h):
             r, c = layer * -(-h // columns) + head // columns, head % columns
             ax = axes[r, c]
             image = ax.imshow(maps[layer, head].numpy(), cmap=CMAP, vmin=0.0, vmax=1.0)
             ax.set_title(f"layer {layer + 1}, head {head + 1}", fontsize=10)
-            ax.set_xticks(range(L), labels if r == rows - 1 else [], rotation=90)
-            ax.set_yticks(range(L), labels if c == 0 else [])
+            _mark_answers(ax, answers)
+    # single characters fit under a small panel unrotated; the rows also say the position
+    axes[0, 0].set_xticks(range(L), tokens)
+    axes[0, 0].set_yticks(range(L), [f"{t} {i}" for i, t in enumerate(tokens)])
     fig.colorbar(image, ax=axes, label=COLORBAR_LABEL, shrink=0.6)
-    fig.supxlabel("key: the token attended to (token, position)")
-    fig.supylabel("query: the token attending")
+    fig.supxlabel("key: the token attended to")
+    fig.supylabel("query: the token attending (token, position)")
     return fig
+
+
+def describe_example(config: CommitteeConfig, batch: Batch, index: int) -> str:
+    """One sequence of the task in words: its tokens, then each scored position, its sub-task
+    and its answer, and where the answer is read from."""
+    tokens = decode(config, batch.tokens[index])
+    where = answer_positions(config, batch)[index]
+    lines = [f"sequence ({len(tokens)} tokens): " + " ".join(tokens), "scored positions:"]
+    for i, s in enumerate(batch.subtask[index].tolist()):
+        if s < 0:
+            continue
+        answer = decode(config, batch.targets[index, i:i + 1])[0]
+        source = int(where[i])
+        lines.append(f"  position {i:2d}  {tokens[i]}  {SUBTASKS[s]:9s} -> {answer}"
+                     f"   (read at position {source}: {tokens[source]})")
+    return "\n".join(lines)
+
+
+def chance_levels(config: CommitteeConfig) -> dict[str, float]:
+    """The accuracy of guessing uniformly among the answers a sub-task allows: a content token
+    other than the induction keys (previous, first, induction) or a bracket type."""
+    content = 1 / (config.n_content - config.per_subtask)
+    return {"previous": content, "first": content, "bracket": 1 / len(OPEN_BRACKETS), "induction": content}
+
+
+def uniform_mass(batch: Batch) -> dict[str, float]:
+    """What ``attention_mass`` would be for a head that spreads its attention evenly: the mean
+    of 1 / (i + 1) over each sub-task's scored positions i (query i sees i + 1 keys)."""
+    pos = torch.arange(batch.subtask.shape[1], dtype=torch.float64).expand_as(batch.subtask)
+    out = {name: (1 / (pos[batch.subtask == i] + 1)).mean().item() for i, name in enumerate(SUBTASKS)}
+    out["previous, everywhere"] = (1 / (pos[:, 1:] + 1)).mean().item()
+    return out
+
+
+def head_roles(mass: dict[str, torch.Tensor], sharp: float = 0.8, half: float = 0.5) -> dict[str, list[str]]:
+    """Sort heads by ``attention_mass`` over the sub-tasks (``SUBTASKS`` keys only).
+
+    A **specialist** puts at least ``sharp`` of its weight on one sub-task's answer and less
+    than ``half`` on every other's; a **generalist** puts at least ``half`` on the answers of
+    two sub-tasks or more; every other head is **unnamed**. Returns
+    ``{"specialist": [...], "generalist": [...], "unnamed": [...]}``, each head written as
+    ``"layer 1, head 2: first 94%"`` (layers and heads counted from 1)."""
+    table = torch.stack([mass[name] for name in SUBTASKS], dim=-1)  # (layers, h, sub-tasks)
+    roles: dict[str, list[str]] = {"specialist": [], "generalist": [], "unnamed": []}
+    for layer in range(table.shape[0]):
+        for head in range(table.shape[1]):
+            w = table[layer, head]
+            strong = [i for i in range(len(SUBTASKS)) if w[i] >= half]
+            if len(strong) == 1 and w[strong[0]] >= sharp:
+                role = "specialist"
+            elif len(strong) >= 2:
+                role = "generalist"
+            else:
+                role, strong = "unnamed", [int(w.argmax())]
+            what = ", ".join(f"{SUBTASKS[i]} {w[i]:.0%}" for i in strong)
+            roles[role].append(f"layer {layer + 1}, head {head + 1}: {what}")
+    return roles
