@@ -110,6 +110,29 @@ def test_bad_arguments_are_named():
         model(torch.zeros(1, SMALL.seq_len + 1, dtype=torch.long))
     with pytest.raises(ValueError, match="long"):
         model(torch.zeros(1, 4))
+    with pytest.raises(ValueError, match="vocab_size=14"):
+        model(torch.full((1, 4), 14))
+    with pytest.raises(TypeError, match="tokens"):
+        model([[0, 1]])
+    with pytest.raises(ValueError, match="lr"):
+        C.CommitteeConfig(lr="fast")
+    import numpy as np
+
+    assert C.make_batch(SMALL, np.int64(3), torch.Generator()).tokens.shape[0] == 3
+
+
+def test_measurements_leave_the_model_as_they_found_it():
+    model = C.CommitteeModel(SMALL)
+    model.train()
+    batch = _batch(n=4)
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    C.evaluate(model, batch), C.attention_mass(model, batch), C.score_ranks(model, batch.tokens)
+    assert model.training
+    assert all(torch.equal(v, before[k]) for k, v in model.state_dict().items())
+    assert not any(block.attn._forward_pre_hooks for block in model.body.blocks)
+    tokens = batch.tokens.clone()
+    C.answer_positions(SMALL, batch)
+    assert torch.equal(tokens, batch.tokens)
 
 
 def test_model_is_a_causal_tiny_transformer():

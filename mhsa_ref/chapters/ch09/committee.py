@@ -21,8 +21,10 @@ accuracy per sub-task on a held-out batch.
 
 from __future__ import annotations
 
+import numbers
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Callable, NamedTuple
+from typing import Callable, Iterator, NamedTuple
 
 import torch
 import torch.nn.functional as F
@@ -69,8 +71,8 @@ class CommitteeConfig:
         if self.seq_len < self.min_len:
             raise ValueError(f"seq_len={self.seq_len} cannot hold the structures of "
                              f"per_subtask={self.per_subtask}: it needs at least {self.min_len}")
-        if not self.lr > 0:
-            raise ValueError(f"lr must be positive, got lr={self.lr}")
+        if isinstance(self.lr, bool) or not isinstance(self.lr, (int, float)) or not self.lr > 0:
+            raise ValueError(f"lr must be a positive number, got lr={self.lr!r}")
 
     @property
     def min_len(self) -> int:
@@ -115,8 +117,9 @@ def make_batch(config: CommitteeConfig, n: int, generator: torch.Generator) -> B
     """
     if not isinstance(generator, torch.Generator):
         raise TypeError(f"generator must be a torch.Generator, got {type(generator).__name__}")
-    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+    if isinstance(n, bool) or not isinstance(n, numbers.Integral) or n < 1:
         raise ValueError(f"n must be a positive int, got n={n!r}")
+    n = int(n)
     voc, k, L = config.vocab, config.per_subtask, config.seq_len
     g = generator
     rows = torch.arange(n).unsqueeze(1)
@@ -192,11 +195,16 @@ class CommitteeModel(nn.Module):
 
     def forward(self, tokens: torch.Tensor) -> torch.Tensor:
         """``tokens`` (n, L) long -> logits (n, L, vocab_size)."""
+        if not isinstance(tokens, torch.Tensor):
+            raise TypeError(f"tokens must be a torch.Tensor (n, L) of token ids, got {type(tokens).__name__}")
         if tokens.dim() != 2 or tokens.dtype != torch.long:
             raise ValueError(f"tokens must be (n, L) long, got shape {tuple(tokens.shape)} dtype {tokens.dtype}")
         L = tokens.shape[1]
         if L > self.config.seq_len:
             raise ValueError(f"tokens has length {L}, more than seq_len={self.config.seq_len}")
+        if tokens.numel() and (tokens.min() < 0 or tokens.max() >= self.config.vocab_size):
+            raise ValueError(f"tokens must be ids in [0, vocab_size={self.config.vocab_size}), "
+                             f"got values from {int(tokens.min())} to {int(tokens.max())}")
         return self.unembed(self.body(tokens, self.causal[:L, :L]))
 
 
@@ -207,15 +215,24 @@ def loss_on(model: CommitteeModel, batch: Batch) -> torch.Tensor:
     return F.cross_entropy(logits[scored], batch.targets[scored])
 
 
-@torch.no_grad()
-def evaluate(model: CommitteeModel, batch: Batch) -> dict:
-    """``{"loss", "accuracy", "per_subtask": {name: accuracy}}`` on ``batch`` (eval mode)."""
+@contextmanager
+def _eval_mode(model: nn.Module) -> Iterator[None]:
+    """Eval mode and no gradients for a measurement; the model's mode is restored after."""
     was_training = model.training
     model.eval()
     try:
-        logits = model(batch.tokens)
+        with torch.no_grad():
+            yield
     finally:
         model.train(was_training)
+
+
+def evaluate(model: CommitteeModel, batch: Batch) -> dict:
+    """``{"loss", "accuracy", "per_subtask": {name: accuracy}}`` on ``batch`` (eval mode).
+
+    A sub-task with no scored position in ``batch`` gets ``nan``."""
+    with _eval_mode(model):
+        logits = model(batch.tokens)
     scored = batch.subtask >= 0
     loss = F.cross_entropy(logits[scored], batch.targets[scored]).item()
     right = logits.argmax(-1) == batch.targets
@@ -279,7 +296,6 @@ def answer_positions(config: CommitteeConfig, batch: Batch) -> torch.Tensor:
     return torch.where(subtask >= 0, out, torch.full_like(out, -1))
 
 
-@torch.no_grad()
 def attention_mass(model: CommitteeModel, batch: Batch) -> dict[str, torch.Tensor]:
     """How much each head attends to where each sub-task's answer is: ``{name: (n_layers, h)}``.
 
@@ -288,8 +304,8 @@ def attention_mass(model: CommitteeModel, batch: Batch) -> dict[str, torch.Tenso
     the previous token over every position i >= 1 (a previous-token head works everywhere,
     not only at ``P``). Uniform attention over i + 1 keys would give 1 / (i + 1).
     """
-    model.eval()
-    model(batch.tokens)
+    with _eval_mode(model):
+        model(batch.tokens)
     maps = torch.stack(model.body.attention_maps())  # (layers, n, h, L, L)
     source = answer_positions(model.config, batch)
     by_position = maps.permute(1, 3, 4, 0, 2)  # (n, query, key, layers, h)
@@ -302,28 +318,27 @@ def attention_mass(model: CommitteeModel, batch: Batch) -> dict[str, torch.Tenso
     return out
 
 
-@torch.no_grad()
 def score_ranks(model: CommitteeModel, tokens: torch.Tensor, rtol: float = 1e-4) -> torch.Tensor:
     """(n_layers, h) float: the numerical rank of each head's score matrix Q_h K_hᵀ (L, L),
     averaged over the sequences in ``tokens``. Q_h and K_h are (L, d_h), so the rank is at most
     min(d_h, L): the low-rank bottleneck of Bhojanapalli et al. (2020); input rows that repeat
     (the same token at positions the model hardly tells apart) lower it. Computed in float64;
     singular values below ``rtol`` times the largest count as zero."""
-    model.eval()
     inputs: list[torch.Tensor] = []
     hooks = [block.attn.register_forward_pre_hook(lambda _m, args: inputs.append(args[0]))
              for block in model.body.blocks]
-    try:
-        model(tokens)
-    finally:
-        for hook in hooks:
-            hook.remove()
     ranks = []
-    for block, x in zip(model.body.blocks, inputs):
-        attn = block.attn
-        q, k = attn._split(attn.W_q(x)), attn._split(attn.W_k(x))  # (n, h, L, d_h)
-        scores = (q.double() @ k.double().transpose(-2, -1))
-        ranks.append(torch.linalg.matrix_rank(scores, rtol=rtol).double().mean(dim=0))
+    with _eval_mode(model):
+        try:
+            model(tokens)
+        finally:
+            for hook in hooks:
+                hook.remove()
+        for block, x in zip(model.body.blocks, inputs):
+            attn = block.attn
+            q, k = attn._split(attn.W_q(x)), attn._split(attn.W_k(x))  # (n, h, L, d_h)
+            scores = q.double() @ k.double().transpose(-2, -1)
+            ranks.append(torch.linalg.matrix_rank(scores, rtol=rtol).double().mean(dim=0))
     return torch.stack(ranks)
 
 
