@@ -14,7 +14,7 @@ from mhsa_ref.chapters.ch09.reference import linear_cka
 from mhsa_ref.judge import call
 from mhsa_ref.untrusted.harness import Harness
 
-from .learners import CKA, OP, cka_einsum_features, op_loop_over_pairs
+from .learners import AE, CKA, OP, ae_masked_mean, cka_einsum_features, op_loop_over_pairs
 
 
 # --------------------------------------------------------------------------------------------
@@ -133,3 +133,42 @@ def test_penalty_cases_hold_what_the_mistakes_need():
     _, zero = _case("disjoint inputs")
     out = call(op_loop_over_pairs, zero, 2, exercises.get(OP).harness).outputs
     assert float(out[0]) == 0.0 and not out[1].any()
+
+
+# --------------------------------------------------------------------------------------------
+# attention_entropy (stretch) through run_tensors
+
+
+def test_entropy_runs_on_tensors_and_must_return_one():
+    ex = exercises.get(AE)
+    assert ex.harness.as_json() == {"name": "run_tensors", "options": {}} and ex.harness.needs_torch
+    case = ex.cases(0)[0]
+    out = call(ae_masked_mean, case, 1, ex.harness).outputs[0]
+    assert isinstance(out, np.ndarray) and out.dtype == np.float32 and out.shape == (case.args[0].shape[1],)
+    v = evaluate(lambda weights: ae_masked_mean(weights).numpy(), AE)
+    assert v.status == "error" and "returned an array of dtype float32; expected a torch.Tensor" in v.feedback
+
+
+def test_entropy_writing_into_the_weights_is_seen():
+    def clamps_in_place(weights):
+        weights.clamp_(min=1e-12)  # changes the caller's weights
+        return -(weights * weights.log()).sum(-1).mean((0, 2))
+
+    v = evaluate(clamps_in_place, AE)
+    assert v.status == "failed" and "modified `weights` in place" in v.feedback, v.feedback
+
+
+def test_entropy_cases_hold_zeros_masked_rows_and_uneven_lengths():
+    cases = exercises.get(AE).cases(0)
+    weights = [c.args[0] for c in cases]
+    assert all(w.dtype == np.float32 and w.ndim == 4 for w in weights)
+    rows_live = [(w != 0).any(-1) for w in weights]
+    assert any((w == 0).any() and live.all() for w, live in zip(weights, rows_live))  # 0 log 0 in live rows
+    assert any(not live.all() for live in rows_live)  # masked queries
+    # sequences with different numbers of live rows: the mean of means differs
+    assert any(len({int(n) for n in live[:, 0].sum(-1)}) > 1 for live in rows_live)
+
+
+def test_an_entropy_without_its_minus_sign_gets_the_range_hint():
+    v = evaluate(lambda weights: -ae_masked_mean(weights), AE)
+    assert v.status == "failed" and "Mind the minus sign" in v.feedback, v.feedback
