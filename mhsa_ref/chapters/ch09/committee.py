@@ -17,6 +17,11 @@ content token seen once before), so the sub-task of each scored position is unam
 ``CommitteeModel`` is chapter 06's ``TinyTransformer`` (its ``body``) with a causal mask and an
 unembedding; ``train`` trains it with Adam on fresh seeded batches; ``evaluate`` reports the
 accuracy per sub-task on a held-out batch.
+
+Measurements for sections 9.2 and 9.6: ``attention_mass`` (each head's weight on where each
+sub-task's answer is, against ``uniform_mass``), ``head_roles`` (specialists, generalists),
+``score_ranks`` (the rank of each head's Q_h K_hᵀ, at most min(d_h, L)). Drawing and printing:
+``draw_head_grid``, ``draw_head_map``, ``show_described``, ``describe_example``.
 """
 
 from __future__ import annotations
