@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from mhsa_ref.chapters.ch06.inspectable import TinyTransformer
 from mhsa_ref.chapters.ch09 import committee as C
@@ -68,6 +70,23 @@ def test_every_scored_position_has_one_answer_that_a_plain_loop_finds():
         for s, y in zip(subtask, targets):
             if s in (0, 1, 3):
                 assert y < voc.n_content
+
+
+@settings(max_examples=40, deadline=None)
+@given(k=st.integers(1, 3), extra_content=st.integers(0, 6), extra_len=st.integers(0, 8),
+       seed=st.integers(0, 2**31))
+def test_any_valid_config_gives_sequences_the_plain_loop_agrees_with(k, extra_content, extra_len, seed):
+    """Tight and loose configurations alike (no filler left, a single spare content token)."""
+    config = C.CommitteeConfig(per_subtask=k, n_content=2 * k + 2 + extra_content,
+                               seq_len=1 + 10 * k + extra_len)
+    batch = _batch(config, n=8, seed=seed)
+    assert batch.tokens.shape == (8, config.seq_len)
+    assert int(batch.tokens.min()) >= 0 and int(batch.tokens.max()) < config.vocab_size
+    for tokens, targets, subtask in zip(*(t.tolist() for t in batch)):
+        kinds, answers = _oracle(config, tokens, {i for i, s in enumerate(subtask) if s == 3})
+        assert subtask == kinds
+        assert [subtask.count(i) for i in range(4)] == [k] * 4
+        assert all(y == a for s, y, a in zip(subtask, targets, answers) if s >= 0)
 
 
 def test_batches_are_seeded_and_vary():
