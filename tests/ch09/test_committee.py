@@ -111,6 +111,15 @@ def test_answer_positions_point_at_the_answer():
     assert torch.equal(read, batch.targets[rows, cols])
 
 
+def test_answer_positions_refuses_a_scored_position_without_an_answer():
+    tokens = torch.tensor([[0, 1, 2, 3]])
+    for kind, at in ((0, 0), (2, 3), (3, 2)):  # previous at 0; a close with no open; a first occurrence
+        subtask = torch.full((1, 4), -1)
+        subtask[0, at] = kind
+        with pytest.raises(ValueError, match=f"position {at} of sequence 0 as '{C.SUBTASKS[kind]}'"):
+            C.answer_positions(SMALL, C.Batch(tokens, torch.zeros_like(tokens), subtask))
+
+
 def test_bad_arguments_are_named():
     with pytest.raises(ValueError, match="num_heads=3"):
         C.CommitteeConfig(num_heads=3)
@@ -135,6 +144,10 @@ def test_bad_arguments_are_named():
         model([[0, 1]])
     with pytest.raises(ValueError, match="lr"):
         C.CommitteeConfig(lr="fast")
+    with pytest.raises(ValueError, match="seed=-1"):
+        C.train(SMALL, seed=-1)
+    with pytest.raises(TypeError, match="penalty"):
+        C.train(SMALL, seed=0, penalty=0.1)
     import numpy as np
 
     assert C.make_batch(SMALL, np.int64(3), torch.Generator()).tokens.shape[0] == 3
