@@ -24,7 +24,6 @@ from .notebooks import NAME
 # Chapters announced but not yet written: (title, part, summary). A chapter leaves this table
 # when its folder mhsa_ref/chapters/chNN/ is created.
 PLANNED: dict[str, tuple[str, str, str]] = {
-    "09": ("A committee that disagrees", "Look inside, and beyond", "head patterns, CKA, redundancy"),
     "10": ("One mechanism, many domains", "Look inside, and beyond", "pronouns, image patches, DNA"),
 }
 

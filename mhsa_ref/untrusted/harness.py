@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import gc
 import tracemalloc
-from builtins import getattr, id, isinstance, max, round, sum  # a learner may replace builtins.round
+from builtins import float, getattr, id, isinstance, max, round, sum, type  # a learner may replace builtins.round
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -55,7 +55,7 @@ class Harness:
     def needs_torch(self) -> bool:
         """Whether the sandbox must hold PyTorch to run this harness (a NumPy chapter's must not:
         there, PyTorch would compute what the exercise asks outside what it measures)."""
-        return self.name != "run_within_memory"
+        return self.name not in ("run_within_memory", "run_float")
 
 
 def run_module(cls: Any, init_kwargs: dict, state: dict, inputs: tuple, grad_output: Any) -> tuple:
@@ -287,7 +287,43 @@ def _same(before: tuple, storage: Any) -> bool:
     return torch.equal(u8(copy), u8(storage))
 
 
-HARNESSES = {f.__name__: f for f in (run_module, run_converter, run_within_memory, run_saving)}
+def run_float(fn: Any, *args: Any) -> Any:
+    """Call ``fn(*args)`` for an exercise whose answer is "a float": a Python ``float`` comes back
+    as a float64 0-d array (which is what it is), anything else as it was returned, to be judged
+    like any output (a NumPy float32 scalar as float32, a list as a list). The one output is
+    returned bare, as ``call`` expects of an exercise with one output."""
+    result = fn(*args)
+    return np.float64(result) if type(result) is float else result
+
+
+def run_differentiable(fn: Any, *args: Any) -> tuple:
+    """Call ``fn`` with its floating-point array arguments as tensors that require grad, then
+    differentiate the one-element tensor it returns.
+
+    Returns the value and the gradient of every floating-point argument, in order, as arrays. The
+    tensors share memory with the arrays (``torch.from_numpy``), so a function that writes into
+    its input (through ``.data``, ``.detach()`` or under ``no_grad``) is seen to modify it. A
+    tensor that does not depend on the inputs (``torch.tensor(x.item())``, ``.detach()``) has
+    zero gradients, which the judge compares like any other output.
+    """
+    import torch
+
+    tensors = [torch.from_numpy(a).requires_grad_() if isinstance(a, np.ndarray) and a.dtype.kind == "f" else a
+               for a in args]
+    leaves = [t for t in tensors if isinstance(t, torch.Tensor)]
+    out = fn(*tensors)
+    if not isinstance(out, torch.Tensor):
+        raise TypeError(f"{getattr(fn, '__name__', 'the function')} returned {describe(out)}; expected a "
+                        "torch.Tensor that autograd can differentiate")
+    if out.requires_grad and out.numel() == 1:
+        out.backward()  # a wrong shape is the judge's to report, from the value
+    grads = [np.zeros(t.shape, t.detach().numpy().dtype) if t.grad is None else t.grad.detach().numpy().copy()
+             for t in leaves]
+    return (out.detach().cpu().numpy().copy(), *grads)
+
+
+HARNESSES = {f.__name__: f for f in (run_module, run_converter, run_within_memory, run_saving, run_float,
+                                     run_differentiable)}
 
 
 def module_output_names(state: dict) -> tuple[str, ...]:

@@ -1,0 +1,309 @@
+"""Chapter 09 exercises: linear CKA between two representations (NumPy, float64), and the
+orthogonality penalty between heads (PyTorch, float32).
+
+``09.linear_cka`` returns "a float": it runs through the ``run_float`` harness, which takes a
+Python float as the float64 it is. ``09.orthogonality_penalty`` runs through ``run_differentiable``:
+W comes in as a tensor that requires grad, and the check compares the penalty and its gradient
+with respect to W, so a penalty that autograd cannot differentiate (``.item()``) fails.
+
+The fixed cases are chosen so that each misconception below changes the answer on at least one
+of them (tests/ch09/learners.py proves it with independently written wrong code):
+
+- CKA: features whose columns have non-zero means (so centring matters, and centring the rows
+  instead of the columns differs), n != p and p1 != p2 (so comparing X with Y feature by feature
+  is not even defined, and a trace of a non-square Xᵀ Y is not a similarity), Y an orthogonal map
+  of X, scaled and shifted (CKA 1), X against itself;
+- penalty: W not symmetric (rows and columns differ), 2, 3, 4 and 6 heads (a pair counted twice,
+  h = h' counted), heads whose rows lie in orthogonal subspaces (the penalty and its gradient are
+  0, while ||W_hᵀ W_h'|| is not), one head (no pair: 0, and still a tensor).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import reference as ref
+from ...spec import FLOAT32_OUTPUT, INPUT_MODIFIED, Case, Exercise, Misconception, Property, deferred
+from ...untrusted.harness import Harness
+
+REFERENCE_TORCH = f"{__package__}.reference_torch"
+MISTAKES = f"{__package__}.mistakes"
+
+# ---------------------------------------------------------------------------------------------
+# 09.linear_cka
+
+CKA_NAMES = ("X", "Y")
+
+
+def _offsets(rng: np.random.Generator, p: int) -> np.ndarray:
+    """Column means far from zero, different per feature (so that centring matters)."""
+    return rng.uniform(-3.0, 3.0, size=p) + 2.0
+
+
+def _cka_cases(rng: np.random.Generator) -> list[Case]:
+    def case(name, X, Y):
+        return Case(name, (np.asarray(X, dtype=np.float64), np.asarray(Y, dtype=np.float64)), arg_names=CKA_NAMES)
+
+    X = rng.normal(size=(20, 5)) + _offsets(rng, 5)
+    related = X @ rng.normal(size=(5, 3)) + 0.5 * rng.normal(size=(20, 3)) + _offsets(rng, 3)
+    q, _ = np.linalg.qr(rng.normal(size=(4, 4)))
+    X4 = rng.normal(size=(12, 4)) * np.array([3.0, 1.0, 0.5, 0.2]) + _offsets(rng, 4)
+    cases = [
+        case("n=20 examples, X with 5 features, Y with 3 that partly depend on X", X, related),
+        case("Y = 3 · X Q + c, Q orthogonal (rotated, scaled, shifted): CKA 1", X4, 3.0 * X4 @ q + _offsets(rng, 4)),
+        case("X against itself", X4, X4.copy()),
+        case("unrelated X (n=6 < 10 features) and Y (4 features)", rng.normal(size=(6, 10)) + _offsets(rng, 10),
+             rng.normal(size=(6, 4)) + _offsets(rng, 4)),
+        case("one feature each, n=8", rng.normal(size=(8, 1)) + 4.0, rng.normal(size=(8, 1)) - 1.0),
+    ]
+    for i in range(2):
+        n, p1, p2 = int(rng.integers(5, 30)), int(rng.integers(1, 8)), int(rng.integers(1, 8))
+        Xr = rng.normal(size=(n, p1)) + _offsets(rng, p1)
+        Yr = np.tanh(Xr @ rng.normal(size=(p1, p2))) + rng.uniform(0.1, 1.0) * rng.normal(size=(n, p2)) \
+            + _offsets(rng, p2)
+        cases.append(case(f"random {i + 1} (n={n}, p1={p1}, p2={p2})", Xr, Yr))
+    return cases
+
+
+def _cka_value(outputs: tuple) -> float | None:
+    out = outputs[0] if outputs else None
+    if isinstance(out, (np.ndarray, np.generic)) and np.shape(out) == () and np.asarray(out).dtype.kind == "f":
+        return float(out)
+    return None
+
+
+def _cka_in_unit_interval(case: Case, outputs: tuple) -> str | None:
+    value = _cka_value(outputs)
+    if value is None or not np.isfinite(value) or -1e-9 <= value <= 1 + 1e-9:
+        return None
+    return (f"CKA is the cosine between two centred Gram matrices whose entries multiply to a sum of squares "
+            f"(<Kc, Lc> = ||Ycᵀ Xc||²), so it lies in [0, 1]; yours is {value:.4g}. Compare the Gram "
+            "matrices, not the features, and square the norm on top.")
+
+
+def _cka_one_on_itself(case: Case, outputs: tuple) -> str | None:
+    value = _cka_value(outputs)
+    X, Y = case.args
+    if value is None or X.shape != Y.shape or not np.array_equal(X, Y) or abs(value - 1.0) < 1e-6:
+        return None
+    return (f"the CKA of X with itself is {value:.4g} in your function; it must be 1 (the same Gram matrix "
+            "twice). Is the numerator's norm squared, and is the denominator the product of the two norms?")
+
+
+def _cka_variant(kind: str):
+    def linear_cka(X, Y):
+        if kind == "not-centred":
+            Xc, Yc = X, Y
+        elif kind == "only-X-centred":
+            Xc, Yc = X - X.mean(axis=0), Y
+        elif kind == "rows-centred":
+            Xc, Yc = X - X.mean(axis=1, keepdims=True), Y - Y.mean(axis=1, keepdims=True)
+        else:
+            Xc, Yc = X - X.mean(axis=0), Y - Y.mean(axis=0)
+        fro = np.linalg.norm
+        if kind == "numerator-not-squared":
+            return float(fro(Yc.T @ Xc) / (fro(Xc.T @ Xc) * fro(Yc.T @ Yc)))
+        if kind == "square-root":
+            return float(fro(Yc.T @ Xc) / np.sqrt(fro(Xc.T @ Xc) * fro(Yc.T @ Yc)))
+        if kind == "spectral":
+            return float(fro(Yc.T @ Xc, 2) ** 2 / (fro(Xc.T @ Xc, 2) * fro(Yc.T @ Yc, 2)))
+        if kind == "features-elementwise":
+            return float(np.sum(Xc * Yc) / (fro(Xc) * fro(Yc)))
+        if kind == "features-flat":  # raises whenever the shapes differ, as np.vdot does
+            return float(Xc.ravel() @ Yc.ravel() / (fro(Xc) * fro(Yc)))
+        if kind == "features-trace":
+            return float(np.trace(Xc.T @ Yc) / (fro(Xc) * fro(Yc)))
+        if kind == "debiased":
+            return float(_hsic1(Xc @ Xc.T, Yc @ Yc.T) / np.sqrt(_hsic1(Xc @ Xc.T, Xc @ Xc.T) * _hsic1(Yc @ Yc.T, Yc @ Yc.T)))
+        return float(fro(Yc.T @ Xc) ** 2 / (fro(Xc.T @ Xc) * fro(Yc.T @ Yc)))
+
+    linear_cka.__name__ = f"linear_cka_{kind.replace('-', '_')}"
+    return linear_cka
+
+
+def _hsic1(K: np.ndarray, L: np.ndarray) -> float:
+    """The unbiased HSIC estimator (Song et al. 2012), which debiased CKA normalises."""
+    n = K.shape[0]
+    K, L = K - np.diag(np.diag(K)), L - np.diag(np.diag(L))
+    one = np.ones(n)
+    return float((np.trace(K @ L) + (one @ K @ one) * (one @ L @ one) / ((n - 1) * (n - 2))
+                  - 2.0 / (n - 2) * (one @ K @ L @ one)) / (n * (n - 3)))
+
+
+LINEAR_CKA = Exercise(
+    id="09.linear_cka",
+    name="linear_cka",
+    signature="linear_cka(X, Y)",
+    points=2.0,
+    reference=ref.linear_cka,
+    make_cases=_cka_cases,
+    outputs=("cka",),
+    properties=(Property("in [0, 1]", _cka_in_unit_interval), Property("1 for X against itself", _cka_one_on_itself)),
+    misconceptions=(
+        Misconception(
+            "cka-not-centred",
+            "Your CKA is computed from features that were not centred. CKA compares how the examples "
+            "vary around their mean: subtract each column's mean over the examples, "
+            "X - X.mean(axis=0), from both X and Y first (otherwise a shared offset alone makes two "
+            "unrelated representations look alike).",
+            (_cka_variant("not-centred"), _cka_variant("only-X-centred")),
+        ),
+        Misconception(
+            "cka-centred-over-features",
+            "You centred each example (row) over its features, X.mean(axis=1). Centre each feature "
+            "(column) over the examples instead: X - X.mean(axis=0).",
+            (_cka_variant("rows-centred"),),
+        ),
+        Misconception(
+            "cka-norm-not-squared",
+            "Your numerator is ||Ycᵀ Xc||_F, not squared. It stands for <Kc, Lc>_F = tr(Xc Xcᵀ Yc Ycᵀ), "
+            "which is the SQUARED Frobenius norm ||Ycᵀ Xc||_F²; the denominator keeps plain norms, "
+            "||Xcᵀ Xc||_F · ||Ycᵀ Yc||_F. (Check: X against itself must give 1.)",
+            (_cka_variant("numerator-not-squared"), _cka_variant("square-root")),
+        ),
+        Misconception(
+            "cka-spectral-norm",
+            "np.linalg.norm(M, 2) of a matrix is its largest singular value, not the Frobenius norm. "
+            "Use np.linalg.norm(M) (or 'fro'), the square root of the sum of squared entries.",
+            (_cka_variant("spectral"),),
+        ),
+        Misconception(
+            "cka-features-not-grams",
+            "You compare X and Y feature by feature (a cosine between Xc and Yc), which needs the same "
+            "features in the same order. CKA compares the Gram matrices Xc Xcᵀ and Yc Ycᵀ (n, n), how "
+            "each representation relates the examples to each other; in the (p1, p2) form, "
+            "||Ycᵀ Xc||_F² / (||Xcᵀ Xc||_F ||Ycᵀ Yc||_F).",
+            (_cka_variant("features-elementwise"), _cka_variant("features-trace"), _cka_variant("features-flat")),
+        ),
+        Misconception(
+            "cka-debiased-estimator",
+            "You computed debiased CKA (from the unbiased HSIC estimator of Song et al. 2012, which has "
+            "less bias at small n). It is a sound estimator, but this exercise asks for the plain "
+            "linear CKA of Kornblith et al. 2019: ||Ycᵀ Xc||_F² / (||Xcᵀ Xc||_F ||Ycᵀ Yc||_F).",
+            (_cka_variant("debiased"),),
+        ),
+        FLOAT32_OUTPUT,
+        INPUT_MODIFIED,
+    ),
+    forbidden=("mhsa_ref",),
+    harness=Harness("run_float"),
+)
+
+# ---------------------------------------------------------------------------------------------
+# 09.orthogonality_penalty
+
+PENALTY_OUTPUTS = ("penalty", "W.grad")
+
+
+def _penalty_cases(rng: np.random.Generator) -> list[Case]:
+    def case(name, W, num_heads):
+        return Case(name, (np.asarray(W, dtype=np.float32), num_heads), arg_names=("W", "num_heads"))
+
+    def weight(d):
+        return rng.normal(size=(d, d)) / np.sqrt(d)
+
+    # Head h reads only inputs h*4:(h+1)*4: its rows are orthogonal to every other head's.
+    blocks = np.zeros((16, 16))
+    for h in range(4):
+        blocks[h * 4:(h + 1) * 4, h * 4:(h + 1) * 4] = rng.normal(size=(4, 4))
+    cases = [
+        case("d_model=8, 2 heads of 4 rows", weight(8), 2),
+        case("d_model=12, 3 heads of 4 rows", weight(12), 3),
+        case("d_model=16, 4 heads whose rows read disjoint inputs: penalty 0", blocks, 4),
+        case("d_model=6, 6 heads of one row each", weight(6), 6),
+        case("d_model=8, one head: no pair, penalty 0", weight(8), 1),
+    ]
+    for i in range(2):
+        h, d_h = int(rng.integers(2, 6)), int(rng.integers(1, 5))
+        cases.append(case(f"random {i + 1} (d_model={h * d_h}, {h} heads)", weight(h * d_h), h))
+    return cases
+
+
+def _penalty_parts(outputs: tuple) -> tuple[np.ndarray, np.ndarray] | None:
+    if len(outputs) != 2 or not all(isinstance(o, np.ndarray) and o.dtype.kind == "f" for o in outputs):
+        return None
+    return outputs[0], outputs[1]
+
+
+def _penalty_not_negative(case: Case, outputs: tuple) -> str | None:
+    parts = _penalty_parts(outputs)
+    if parts is None or parts[0].size != 1 or not float(parts[0].reshape(())) < -1e-6:
+        return None
+    return (f"your penalty is {float(parts[0].reshape(())):.4g}, but a sum of squared norms cannot be negative. "
+            "Square the Frobenius norms: (M ** 2).sum() or torch.linalg.matrix_norm(M) ** 2.")
+
+
+def _penalty_has_a_gradient(case: Case, outputs: tuple) -> str | None:
+    parts = _penalty_parts(outputs)
+    if parts is None or parts[0].size != 1 or abs(float(parts[0].reshape(()))) < 1e-6 or np.any(parts[1]):
+        return None
+    return ("your penalty is not zero, yet its gradient with respect to W is zero everywhere: autograd "
+            "cannot see how it was computed (.item(), float(...), torch.tensor(...) or .detach() cut the "
+            "graph). Keep every step a tensor operation on W.")
+
+
+def _wrong(name: str):
+    return deferred(f"{MISTAKES}:{name}")
+
+
+ORTHOGONALITY_PENALTY = Exercise(
+    id="09.orthogonality_penalty",
+    name="orthogonality_penalty",
+    signature="orthogonality_penalty(W, num_heads)",
+    points=2.0,
+    reference=deferred(f"{REFERENCE_TORCH}:orthogonality_penalty"),
+    make_cases=_penalty_cases,
+    outputs=PENALTY_OUTPUTS,
+    properties=(Property("not negative", _penalty_not_negative),
+                Property("differentiable", _penalty_has_a_gradient)),
+    misconceptions=(
+        Misconception(
+            "penalty-pairs-counted-twice",
+            "Your penalty is twice the expected one: you sum over every ordered pair h != h', and "
+            "||W_h W_h'ᵀ||_F = ||W_h' W_hᵀ||_F, so each pair of heads is counted twice. Sum over h < h' only.",
+            (_wrong("pairs_counted_twice"),),
+        ),
+        Misconception(
+            "penalty-includes-same-head",
+            "Your sum includes h = h', the blocks W_h W_hᵀ of a head with itself. Those are never zero "
+            "(they hold the squared lengths of the head's own rows), so the penalty would shrink every "
+            "weight instead of separating the heads. Sum over pairs h < h' only.",
+            (_wrong("all_pairs_with_diagonal"), _wrong("upper_pairs_with_diagonal")),
+        ),
+        Misconception(
+            "penalty-heads-from-columns",
+            "You cut the heads out of W's columns. nn.Linear stores W as (out_features, in_features) "
+            "and computes x Wᵀ, so head h's outputs come from the ROWS W[h*d_h:(h+1)*d_h]; its columns "
+            "are input features that every head reads.",
+            (_wrong("heads_from_columns"), _wrong("heads_from_columns_outer")),
+        ),
+        Misconception(
+            "penalty-wrong-product",
+            "You penalise W_hᵀ W_h' (d_model, d_model) instead of W_h W_h'ᵀ (d_h, d_h). W_h W_h'ᵀ holds "
+            "the dot products between the rows of the two heads, zero exactly when the heads read "
+            "orthogonal directions; W_hᵀ W_h' pairs row k of one head with row k of the other and is "
+            "not zero even then.",
+            (_wrong("inner_product_of_rows"),),
+        ),
+        Misconception(
+            "penalty-norm-not-squared",
+            "You add up Frobenius norms ||W_h W_h'ᵀ||_F; the penalty adds their squares, the sum of the "
+            "squared dot products between the heads' rows.",
+            (_wrong("norms_not_squared"),),
+        ),
+        Misconception(
+            "penalty-not-differentiable",
+            "Your penalty has the right value but no gradient: autograd sees a constant (.item(), "
+            "float(...) or torch.tensor(...) cut the graph), so training with it changes nothing. "
+            "Keep every step a tensor operation on W.",
+            (_wrong("detached"),),
+        ),
+    ),
+    forbidden=("mhsa_ref",),
+    dtype="float32",
+    rtol=1e-4,
+    atol=1e-5,
+    harness=Harness("run_differentiable"),
+)
+
+EXERCISES = (LINEAR_CKA, ORTHOGONALITY_PENALTY)

@@ -1,0 +1,91 @@
+"""Chapter 09's known mistakes in ``orthogonality_penalty``, written the way learners write them.
+
+Kept apart from ``exercises.py`` so that loading the exercise registry does not import PyTorch.
+Each computes something close to the penalty with one thing done wrong.
+"""
+
+from __future__ import annotations
+
+import torch
+
+
+def _rows(W: torch.Tensor, num_heads: int) -> list[torch.Tensor]:
+    d_h = W.shape[0] // num_heads
+    return [W[h * d_h:(h + 1) * d_h] for h in range(num_heads)]
+
+
+def _columns(W: torch.Tensor, num_heads: int) -> list[torch.Tensor]:
+    d_h = W.shape[1] // num_heads
+    return [W[:, h * d_h:(h + 1) * d_h] for h in range(num_heads)]
+
+
+def _sum(blocks: list[torch.Tensor], pairs, product) -> torch.Tensor:
+    total = blocks[0].sum() * 0  # a differentiable zero, for one head
+    for a, b in pairs(len(blocks)):
+        total = total + product(blocks[a], blocks[b]).square().sum()
+    return total
+
+
+def _upper(n):
+    return [(a, b) for a in range(n) for b in range(a + 1, n)]
+
+
+def _both_orders(n):
+    return [(a, b) for a in range(n) for b in range(n) if a != b]
+
+
+def _all(n):
+    return [(a, b) for a in range(n) for b in range(n)]
+
+
+def _upper_with_diagonal(n):
+    return [(a, b) for a in range(n) for b in range(a, n)]
+
+
+def _outer(a, b):
+    return a @ b.T
+
+
+def _inner(a, b):
+    return a.T @ b
+
+
+def pairs_counted_twice(W, num_heads):
+    return _sum(_rows(W, num_heads), _both_orders, _outer)
+
+
+def all_pairs_with_diagonal(W, num_heads):
+    """||W Wᵀ||_F²: every block of W Wᵀ, each head with itself too."""
+    return (W @ W.T).square().sum()
+
+
+def upper_pairs_with_diagonal(W, num_heads):
+    return _sum(_rows(W, num_heads), _upper_with_diagonal, _outer)
+
+
+def heads_from_columns(W, num_heads):
+    """Column blocks W[:, h*d_h:(h+1)*d_h] (which input features each head... is not), then
+    C_hᵀ C_h' (d_h, d_h)."""
+    return _sum(_columns(W, num_heads), _upper, _inner)
+
+
+def heads_from_columns_outer(W, num_heads):
+    return _sum(_columns(W, num_heads), _upper, _outer)
+
+
+def inner_product_of_rows(W, num_heads):
+    """||W_hᵀ W_h'||_F² (d_model, d_model) with the right rows: pairs row k of h with row k of h'."""
+    return _sum(_rows(W, num_heads), _upper, _inner)
+
+
+def norms_not_squared(W, num_heads):
+    rows, total = _rows(W, num_heads), W.sum() * 0
+    for a, b in _upper(num_heads):
+        total = total + torch.linalg.matrix_norm(rows[a] @ rows[b].T)
+    return total
+
+
+def detached(W, num_heads):
+    """The right number, through .item(): autograd sees a constant, and training nothing."""
+    value = _sum(_rows(W, num_heads), _upper, _outer).item()
+    return torch.tensor(value, dtype=W.dtype)
