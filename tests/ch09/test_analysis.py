@@ -54,7 +54,7 @@ def evaluate(model, batch):
         loss = float(loss_fn(model, batch))
     return {"loss": loss,
             "accuracy": float((logits.argmax(-1) == batch.targets).double().mean()),
-            "per_subtask": {"ignored": 0.0}}
+            "per_subtask": {"ignored": 0.0}, "note": "text is left out"}
 
 
 def make_batch(n: int, seed: int) -> Batch:
@@ -164,6 +164,15 @@ def test_cka_matrix_calls_the_given_function_on_every_pair():
     assert C.shape == (4, 3) and C[2, 1] == pytest.approx(gram_cka(feats[2], other[1]))
     with pytest.raises(ValueError, match="same number of rows"):
         an.cka_matrix([feats[0], feats[1][:10]], cka=gram_cka)
+
+
+def test_cka_matrix_defaults_to_the_reference_linear_cka():
+    rng = np.random.default_rng(2)
+    feats = [rng.normal(size=(25, 4)) @ rng.normal(size=(4, 3 + i)) for i in range(3)]
+    M = an.cka_matrix(feats)
+    for i in range(3):
+        for j in range(3):
+            assert M[i, j] == pytest.approx(gram_cka(feats[i], feats[j]), abs=1e-10)
 
 
 def test_cka_matrix_asks_each_pair_once_and_reports_the_diagonal_it_gets():
@@ -362,7 +371,7 @@ def test_pruning_curve_against_zeroed_w_o_columns():
     order = an.random_order((LAYERS, H), np.random.default_rng(1))
     curve = an.pruning_curve(model, batch, order, evaluate)
     assert list(curve["removed"]) == list(range(LAYERS * H + 1))
-    assert set(curve) == {"removed", "loss", "accuracy"}  # the nested per_subtask dict is left out
+    assert set(curve) == {"removed", "loss", "accuracy", "per_subtask.ignored"}
     for k in range(LAYERS * H + 1):
         with silenced(model, order[:k]):
             ref = evaluate(model, batch)

@@ -334,8 +334,9 @@ def pruning_curve(
     """Switch heads off one after another in ``order`` and evaluate after each step.
 
     ``evaluate(model, batch)`` returns a dict of floats (default: chapter 09's ``evaluate``, with
-    "loss" and "accuracy"). Returns ``{"removed": [0, 1, ..., len(order)], key: values...}``
-    with one value per number of heads removed, the first with all heads on. Measure on a
+    "loss", "accuracy" and a dict "per_subtask"). Returns ``{"removed": [0, 1, ..., len(order)],
+    key: values...}`` with one value per number of heads removed, the first with all heads on; a
+    nested dict's entries are named ``outer.inner`` (``"per_subtask.bracket"``). Measure on a
     held-out batch. The gates are restored afterwards.
     """
     if evaluate is None:
@@ -353,10 +354,20 @@ def pruning_curve(
         for step in range(len(pairs) + 1):
             if step:
                 gates[pairs[step - 1]] = 0.0
-            for key, value in evaluate(model, batch).items():
-                if isinstance(value, (int, float)):
-                    curve.setdefault(key, []).append(float(value))
+            for key, value in _flat(evaluate(model, batch)).items():
+                curve.setdefault(key, []).append(value)
     return {"removed": np.arange(len(pairs) + 1), **{k: np.asarray(v) for k, v in curve.items()}}
+
+
+def _flat(metrics: dict) -> dict[str, float]:
+    """Numbers of a metrics dict, one level of nesting flattened to ``outer.inner``."""
+    flat = {}
+    for key, value in metrics.items():
+        if isinstance(value, dict):
+            flat.update({f"{key}.{k}": float(v) for k, v in value.items() if isinstance(v, (int, float))})
+        elif isinstance(value, (int, float)):
+            flat[key] = float(value)
+    return flat
 
 
 def area_under_curve(removed: Sequence[float], values: Sequence[float], total: int | None = None) -> float:
