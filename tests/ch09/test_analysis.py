@@ -419,3 +419,58 @@ def test_total_penalty_sums_w_q_and_w_k_of_every_layer():
     expected = sum(H * ((b.attn.W_q.weight ** 2).sum() + (b.attn.W_k.weight ** 2).sum())
                    for b in model.body.blocks)
     torch.testing.assert_close(an.total_penalty(model, frob), expected)
+
+
+# ----------------------------------------------------------------------------------- figures
+
+
+@pytest.fixture
+def book_style():
+    import matplotlib
+
+    from mhsa_ref.plotting import use_book_style
+    with matplotlib.rc_context():
+        use_book_style()
+        yield
+    import matplotlib.pyplot as plt
+    plt.close("all")
+
+
+def assert_readable(fig) -> None:
+    """Within the book's width; every axes titled or in a titled figure, and its axes labelled."""
+    from mhsa_ref.plotting import MAX_WIDTH_IN
+    assert fig.get_figwidth() <= MAX_WIDTH_IN
+    for ax in fig.axes:
+        if ax.get_label() == "<colorbar>" or not ax.axison:
+            continue
+        assert ax.get_xlabel() or ax.get_ylabel(), "an axes without labels"
+    assert any(ax.get_title() for ax in fig.axes) or fig._suptitle is not None
+
+
+def test_cka_heatmaps_show_the_matrix_in_clustered_order_with_the_heads_names(book_style):
+    labels = np.array([0, 1, 0, 1, 2])
+    S = block_similarity(labels, np.random.default_rng(0))
+    fig = an.plot_cka_heatmaps([S, S], ["layer 0", "layer 1"], ncols=2)
+    assert_readable(fig)
+    ax = fig.axes[0]
+    order = [int(t.get_text()) for t in ax.get_xticklabels()]
+    assert order == an.agglomerative_order(S)
+    np.testing.assert_allclose(ax.images[0].get_array(), S[np.ix_(order, order)])
+    with pytest.raises(ValueError, match="titles"):
+        an.plot_cka_heatmaps([S], ["a", "b"])
+
+
+def test_ablation_pruning_and_seed_figures_draw_the_given_numbers(book_style):
+    deltas = np.arange(8.0).reshape(2, 4) - 2
+    fig = an.plot_ablation(deltas, np.ones((2, 4)), title="ablation")
+    assert_readable(fig)
+    np.testing.assert_allclose([p.get_height() for p in fig.axes[0].patches], deltas.reshape(-1))
+    curve = {"removed": np.arange(3), "accuracy": np.array([1.0, 0.5, 0.0])}
+    other = {"removed": np.arange(3), "accuracy": np.array([1.0, 0.7, 0.2])}
+    ax = an.plot_pruning_curves({"importance": curve, "random": [curve, other]}, title="pruning")
+    assert_readable(ax.figure)
+    np.testing.assert_allclose(ax.lines[1].get_ydata(), [1.0, 0.6, 0.1])  # the mean of the random runs
+    fig = an.plot_seed_comparison({"off": {"acc": [0.5, 0.7]}, "on": {"acc": [0.6, 0.6]}}, [("acc", "accuracy")],
+                                  title="seeds")
+    assert_readable(fig)
+    np.testing.assert_allclose([p.get_height() for p in fig.axes[0].patches], [0.6, 0.6])

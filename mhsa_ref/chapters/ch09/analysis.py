@@ -395,3 +395,116 @@ def total_penalty(model: nn.Module, penalty: Callable[[torch.Tensor, int], torch
     body = body_of(model)
     h = body.head_gates.shape[1]
     return sum(penalty(b.attn.W_q.weight, h) + penalty(b.attn.W_k.weight, h) for b in body.blocks)
+
+
+# ------------------------------------------------------------------------------------ figures
+# The book's style (mhsa_ref.plotting.use_book_style) is set by the notebook; these helpers only
+# lay out, label and title. Widths stay within plotting.MAX_WIDTH_IN.
+
+CKA_LABEL = "linear CKA (unitless, 0 to 1)"
+
+
+def plot_cka_heatmaps(matrices: Sequence[np.ndarray], titles: Sequence[str], ncols: int = 2,
+                      cluster: bool = True, suptitle: str | None = None):
+    """One (h, h) CKA heatmap per matrix, rows and columns in ``agglomerative_order`` if ``cluster``.
+
+    Tick labels are the heads' own indices, so a reordered heatmap still names its heads.
+    Returns the figure.
+    """
+    import matplotlib.pyplot as plt
+
+    from ...plotting import CMAP, MAX_WIDTH_IN
+
+    if len(matrices) != len(titles):
+        raise ValueError(f"got {len(matrices)} matrices and {len(titles)} titles")
+    nrows = -(-len(matrices) // ncols)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(MAX_WIDTH_IN, 3.1 * nrows + 0.6),
+                             layout="constrained", squeeze=False)
+    for ax, M, title in zip(axes.flat, matrices, titles):
+        M = np.asarray(M)
+        order = agglomerative_order(M) if cluster else list(range(M.shape[0]))
+        image = ax.imshow(M[np.ix_(order, order)], cmap=CMAP, vmin=0.0, vmax=1.0)
+        ax.set_xticks(range(len(order)), [str(i) for i in order])
+        ax.set_yticks(range(len(order)), [str(i) for i in order])
+        ax.set_xlabel("head" + (" (clustered order)" if cluster else ""))
+        ax.set_ylabel("head")
+        ax.set_title(title)
+    for ax in axes.flat[len(matrices):]:
+        ax.axis("off")
+    fig.colorbar(image, ax=axes, label=CKA_LABEL, shrink=0.8)
+    if suptitle:
+        fig.suptitle(suptitle)
+    return fig
+
+
+def plot_ablation(deltas: np.ndarray, importance: np.ndarray | None = None, title: str = ""):
+    """Bars of each head's single-head ablation Δloss, grouped by layer; importance as dots beside them."""
+    import matplotlib.pyplot as plt
+
+    from ...plotting import MAX_WIDTH_IN
+
+    deltas = np.asarray(deltas)
+    n_layers, h = deltas.shape
+    fig, ax = plt.subplots(figsize=(MAX_WIDTH_IN, 3.4), layout="constrained")
+    x = np.arange(n_layers * h) + np.repeat(np.arange(n_layers), h)  # a gap between layers
+    ax.bar(x, deltas.reshape(-1), color=[f"C{layer}" for layer in range(n_layers) for _ in range(h)])
+    ax.axhline(0.0, color="black", linewidth=0.8)
+    ax.set_xticks(x, [f"{layer}.{head}" for layer in range(n_layers) for head in range(h)], rotation=90)
+    ax.set_xlabel("head (layer.head)")
+    ax.set_ylabel("Δ loss when removed alone (nats)")
+    if importance is not None:
+        twin = ax.twinx()
+        twin.plot(x, np.asarray(importance).reshape(-1), "k.", markersize=8, label="importance")
+        twin.set_ylabel("importance (l2-normalised per layer)")
+        twin.set_ylim(0, None)
+        twin.legend(loc="upper right")
+    ax.set_title(title)
+    return fig
+
+
+def plot_pruning_curves(curves: dict[str, dict | Sequence[dict]], key: str = "accuracy",
+                        ylabel: str = "held-out accuracy (fraction)", title: str = "", ax=None):
+    """``key`` against heads removed, one line per label; a list of curves is drawn as its mean
+    with its min-max band (e.g. several random orders). Returns the Axes."""
+    import matplotlib.pyplot as plt
+
+    if ax is None:
+        _, ax = plt.subplots(figsize=(6.4, 3.8), layout="constrained")
+    for k, (label, curve) in enumerate(curves.items()):
+        runs = [curve] if isinstance(curve, dict) else list(curve)
+        x = runs[0]["removed"]
+        Y = np.stack([r[key] for r in runs])
+        ax.plot(x, Y.mean(0), marker="o", markersize=3, color=f"C{k}",
+                label=label + (f" (mean of {len(runs)})" if len(runs) > 1 else ""))
+        if len(runs) > 1:
+            ax.fill_between(x, Y.min(0), Y.max(0), color=f"C{k}", alpha=0.2)
+    ax.set_xlabel("heads removed (count)")
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.legend()
+    return ax
+
+
+def plot_seed_comparison(results: dict[str, dict[str, Sequence[float]]], metrics: Sequence[tuple[str, str]],
+                         title: str = ""):
+    """One panel per metric: each condition's value for every seed (dots) and their mean (bar).
+
+    ``results[condition][metric]`` is the list of per-seed values; ``metrics`` is a list of
+    (metric, axis label). Returns the figure.
+    """
+    import matplotlib.pyplot as plt
+
+    from ...plotting import MAX_WIDTH_IN
+
+    conditions = list(results)
+    fig, axes = plt.subplots(1, len(metrics), figsize=(MAX_WIDTH_IN, 3.2), layout="constrained", squeeze=False)
+    for ax, (metric, label) in zip(axes[0], metrics):
+        for k, cond in enumerate(conditions):
+            values = np.asarray(results[cond][metric], dtype=float)
+            ax.bar(k, values.mean(), color=f"C{k}", alpha=0.35, width=0.6)
+            ax.plot(np.full(values.shape, k), values, "o", color=f"C{k}")
+        ax.set_xticks(range(len(conditions)), conditions)
+        ax.set_ylabel(label)
+    if title:
+        fig.suptitle(title)
+    return fig
