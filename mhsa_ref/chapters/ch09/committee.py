@@ -1,0 +1,391 @@
+"""Chapter 09's model and task: a small committee of heads trained on several relations at once.
+
+The task (``make_batch``) is a sequence of content tokens with four kinds of scored positions,
+each asking for a different relation between positions (the model is causal, so every answer
+lies to the left):
+
+- ``previous``: at a ``P`` cue, name the token just before it (look one step back);
+- ``first``: at an ``F`` cue, name the sequence's first token (look at position 0);
+- ``bracket``: at a close bracket ``)``, name the type of the bracket it closes (``(``, ``[``
+  or ``{``), the most recent open bracket (brackets are not nested);
+- ``induction``: at the second occurrence of a token ``A`` whose first occurrence was followed
+  by ``B``, name ``B`` (A B ... A -> B; the two-step circuit of Olsson et al. 2022).
+
+Which relation a scored position asks for is fixed by its own token (``P``, ``F``, ``)``, or a
+content token seen once before), so the sub-task of each scored position is unambiguous.
+
+``CommitteeModel`` is chapter 06's ``TinyTransformer`` (its ``body``) with a causal mask and an
+unembedding; ``train`` trains it with Adam on fresh seeded batches; ``evaluate`` reports the
+accuracy per sub-task on a held-out batch.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, NamedTuple
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from ..ch06.inspectable import TinyTransformer
+
+__all__ = ["SUBTASKS", "CommitteeConfig", "Batch", "Vocabulary", "make_batch", "CommitteeModel",
+           "loss_on", "evaluate", "train", "heldout_batch", "decode", "answer_positions",
+           "attention_mass", "score_ranks", "show_described", "find_example", "labelled_tokens",
+           "draw_head_grid"]
+
+SUBTASKS: tuple[str, ...] = ("previous", "first", "bracket", "induction")
+OPEN_BRACKETS = ("(", "[", "{")
+
+
+@dataclass(frozen=True)
+class CommitteeConfig:
+    """The task's sizes, the model's shape and the training run; defaults are the chapter's."""
+
+    n_content: int = 8           # content tokens, written a, b, c, ...
+    seq_len: int = 21
+    per_subtask: int = 2         # scored positions of each sub-task in every sequence
+    d_model: int = 64
+    num_heads: int = 8
+    n_layers: int = 2
+    d_ff: int = 128              # the feed-forward width (chapter 06 uses 4 d; 2 d halves the cost)
+    steps: int = 200
+    batch_size: int = 32
+    lr: float = 5e-3
+
+    def __post_init__(self) -> None:
+        for name in ("n_content", "seq_len", "per_subtask", "d_model", "num_heads", "n_layers",
+                     "d_ff", "steps", "batch_size"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < (0 if name == "steps" else 1):
+                raise ValueError(f"{name} must be a positive int, got {name}={value!r}")
+        if self.d_model % self.num_heads:
+            raise ValueError(f"d_model={self.d_model} is not divisible by num_heads={self.num_heads}")
+        if self.n_content < 2 * self.per_subtask + 2:
+            raise ValueError(f"n_content={self.n_content} is too small: induction needs "
+                             f"{self.per_subtask} tokens of its own and the rest at least 2 more")
+        if self.seq_len < self.min_len:
+            raise ValueError(f"seq_len={self.seq_len} cannot hold the structures of "
+                             f"per_subtask={self.per_subtask}: it needs at least {self.min_len}")
+        if not self.lr > 0:
+            raise ValueError(f"lr must be positive, got lr={self.lr}")
+
+    @property
+    def min_len(self) -> int:
+        # first token + per sub-task: P pair (2), F (1), bracket (3 or 4), induction (3)
+        return 1 + self.per_subtask * 10
+
+    @property
+    def vocab(self) -> "Vocabulary":
+        return Vocabulary(self.n_content)
+
+    @property
+    def vocab_size(self) -> int:
+        return self.vocab.size
+
+
+class Vocabulary:
+    """Token ids: content 0..n_content-1, then ``P``, ``F``, the open brackets, and ``)``."""
+
+    def __init__(self, n_content: int) -> None:
+        self.n_content = n_content
+        self.P, self.F = n_content, n_content + 1
+        self.opens = tuple(range(n_content + 2, n_content + 2 + len(OPEN_BRACKETS)))
+        self.close = n_content + 2 + len(OPEN_BRACKETS)
+        self.size = self.close + 1
+        letters = [chr(ord("a") + i) if i < 26 else f"t{i}" for i in range(n_content)]
+        self.names = letters + ["P", "F", *OPEN_BRACKETS, ")"]
+
+
+class Batch(NamedTuple):
+    tokens: torch.Tensor   # (n, L) long
+    targets: torch.Tensor  # (n, L) long: the answer at scored positions, 0 elsewhere
+    subtask: torch.Tensor  # (n, L) long: index into SUBTASKS, -1 where not scored
+
+
+def make_batch(config: CommitteeConfig, n: int, generator: torch.Generator) -> Batch:
+    """``n`` sequences of the task, drawn from ``generator`` (the same seed, the same batch).
+
+    Every sequence holds the same structures in a random order: ``per_subtask`` of each of
+    ``x P`` (previous), ``F`` (first), ``open x.. )`` with 1 or 2 tokens inside (bracket),
+    ``A B`` and later ``A`` (induction), then single content tokens up to ``seq_len``. The
+    induction tokens A occur exactly twice; every other content token is drawn without them.
+    """
+    if not isinstance(generator, torch.Generator):
+        raise TypeError(f"generator must be a torch.Generator, got {type(generator).__name__}")
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise ValueError(f"n must be a positive int, got n={n!r}")
+    voc, k, L = config.vocab, config.per_subtask, config.seq_len
+    g = generator
+    rows = torch.arange(n).unsqueeze(1)
+
+    # Content: a random permutation per row; its first k tokens are the induction keys A.
+    perm = torch.rand(n, config.n_content, generator=g).argsort(dim=1)
+    a_tokens = perm[:, :k]
+
+    def content(*shape: int) -> torch.Tensor:
+        pick = torch.randint(k, config.n_content, (n, *shape), generator=g)
+        return perm.gather(1, pick.reshape(n, -1)).reshape(n, *shape)
+
+    # Units, in this order of kinds: k previous (x P), k first (F), k bracket (open, 1-2 inside,
+    # close), k induction sources (A B), k induction queries (A), then fillers (1 or 0 tokens).
+    inside = torch.randint(1, 3, (n, k), generator=g)
+    n_fill = L - 1 - 9 * k  # fillers when every bracket holds one token
+    fill_len = (torch.arange(n_fill).unsqueeze(0) < (n_fill - (inside - 1).sum(1, keepdim=True))).long()
+    lengths = torch.cat([torch.full((n, k), 2), torch.ones(n, k, dtype=torch.long), 2 + inside,
+                         torch.full((n, k), 2), torch.ones(n, k, dtype=torch.long), fill_len], dim=1)
+    keys = torch.rand(n, lengths.shape[1], generator=g)
+    src, qry = slice(3 * k, 4 * k), slice(4 * k, 5 * k)
+    keys[:, qry] = keys[:, src] + (1 - keys[:, src]) * torch.rand(n, k, generator=g).clamp_min(1e-6)
+    order = keys.argsort(dim=1)
+    sorted_len = lengths.gather(1, order)
+    sorted_start = 1 + sorted_len.cumsum(1) - sorted_len
+    start = torch.empty_like(sorted_start).scatter_(1, order, sorted_start)  # per unit, in kind order
+
+    tokens = content(L)  # fillers and position 0 stay as drawn
+    targets = torch.zeros(n, L, dtype=torch.long)
+    subtask = torch.full((n, L), -1, dtype=torch.long)
+
+    def put(pos: torch.Tensor, tok: torch.Tensor, target: torch.Tensor | None = None, kind: int = -1) -> None:
+        tokens[rows, pos] = tok
+        if target is not None:
+            targets[rows, pos], subtask[rows, pos] = target, kind
+
+    s = start[:, 0:k]  # previous: x P
+    put(s + 1, torch.full((n, k), voc.P), tokens[rows, s], 0)
+    s = start[:, k:2 * k]  # first: F
+    put(s, torch.full((n, k), voc.F), tokens[:, :1].expand(n, k), 1)
+    s = start[:, 2 * k:3 * k]  # bracket: open, inside (already content), close
+    kind = torch.tensor(voc.opens)[torch.randint(len(voc.opens), (n, k), generator=g)]
+    put(s, kind)
+    put(s + 1 + inside, torch.full((n, k), voc.close), kind, 2)
+    s = start[:, src]  # induction source A B, query A -> B
+    put(s, a_tokens)
+    put(start[:, qry], a_tokens, tokens[rows, s + 1], 3)
+    return Batch(tokens, targets, subtask)
+
+
+def heldout_batch(config: CommitteeConfig, n: int = 512, seed: int = 12345) -> Batch:
+    """A batch the training never sees (training draws from ``train``'s own seeded generator)."""
+    return make_batch(config, n, torch.Generator().manual_seed(10**9 + seed))
+
+
+def decode(config: CommitteeConfig, tokens: torch.Tensor) -> list[str]:
+    """Token ids (L,) as their printed names."""
+    names = config.vocab.names
+    return [names[int(t)] for t in tokens]
+
+
+class CommitteeModel(nn.Module):
+    """Chapter 06's ``TinyTransformer`` (``self.body``), causal, with a linear read-out."""
+
+    def __init__(self, config: CommitteeConfig) -> None:
+        super().__init__()
+        self.config = config
+        self.body = TinyTransformer(config.d_model, config.num_heads, config.n_layers, config.seq_len,
+                                    vocab_size=config.vocab_size, d_ff=config.d_ff)
+        self.unembed = nn.Linear(config.d_model, config.vocab_size)
+        self.register_buffer("causal", torch.ones(config.seq_len, config.seq_len, dtype=torch.bool).tril(),
+                             persistent=False)
+
+    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+        """``tokens`` (n, L) long -> logits (n, L, vocab_size)."""
+        if tokens.dim() != 2 or tokens.dtype != torch.long:
+            raise ValueError(f"tokens must be (n, L) long, got shape {tuple(tokens.shape)} dtype {tokens.dtype}")
+        L = tokens.shape[1]
+        if L > self.config.seq_len:
+            raise ValueError(f"tokens has length {L}, more than seq_len={self.config.seq_len}")
+        return self.unembed(self.body(tokens, self.causal[:L, :L]))
+
+
+def loss_on(model: CommitteeModel, batch: Batch) -> torch.Tensor:
+    """Mean cross-entropy over the scored positions (differentiable)."""
+    logits = model(batch.tokens)
+    scored = batch.subtask >= 0
+    return F.cross_entropy(logits[scored], batch.targets[scored])
+
+
+@torch.no_grad()
+def evaluate(model: CommitteeModel, batch: Batch) -> dict:
+    """``{"loss", "accuracy", "per_subtask": {name: accuracy}}`` on ``batch`` (eval mode)."""
+    was_training = model.training
+    model.eval()
+    try:
+        logits = model(batch.tokens)
+    finally:
+        model.train(was_training)
+    scored = batch.subtask >= 0
+    loss = F.cross_entropy(logits[scored], batch.targets[scored]).item()
+    right = logits.argmax(-1) == batch.targets
+    per = {name: right[batch.subtask == i].float().mean().item() for i, name in enumerate(SUBTASKS)}
+    return {"loss": loss, "accuracy": right[scored].float().mean().item(), "per_subtask": per}
+
+
+def train(config: CommitteeConfig, seed: int, *, penalty: Callable | None = None,
+          penalty_weight: float = 0.0, init_only: bool = False) -> tuple[CommitteeModel, dict]:
+    """Train a seeded model on fresh seeded batches; returns ``(model, history)``.
+
+    ``penalty(W, num_heads)`` (chapter 09's ``orthogonality_penalty``), when given, adds
+    ``penalty_weight`` times the sum over layers of the penalty of ``W_q.weight`` and of
+    ``W_k.weight`` to the loss. ``init_only=True`` returns the seeded model untrained.
+    ``history``: ``step``, ``loss`` (task loss) and ``penalty`` (the unweighted penalty sum)
+    every 10 steps. The caller's global torch random state is left as it was.
+    """
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        model = CommitteeModel(config)
+    history: dict = {"step": [], "loss": [], "penalty": []}
+    if init_only or config.steps == 0:
+        return model, history
+    generator = torch.Generator().manual_seed(seed)
+    optimiser = torch.optim.Adam(model.parameters(), lr=config.lr)
+    for step in range(config.steps):
+        batch = make_batch(config, config.batch_size, generator)
+        loss = loss_on(model, batch)
+        total = loss
+        pen = None
+        if penalty is not None:
+            pen = sum(penalty(block.attn.W_q.weight, config.num_heads) + penalty(block.attn.W_k.weight, config.num_heads)
+                      for block in model.body.blocks)
+            total = loss + penalty_weight * pen
+        optimiser.zero_grad(set_to_none=True)
+        total.backward()
+        optimiser.step()
+        if step % 10 == 0 or step == config.steps - 1:
+            history["step"].append(step)
+            history["loss"].append(loss.item())
+            history["penalty"].append(pen.item() if pen is not None else float("nan"))
+    model.eval()
+    return model, history
+
+
+def answer_positions(config: CommitteeConfig, batch: Batch) -> torch.Tensor:
+    """(n, L) long: at each scored position, the position whose token the answer is read from
+    (previous: i - 1; first: 0; bracket: the most recent open bracket; induction: the token
+    after the earlier occurrence of the same token); -1 where not scored. Read from the tokens
+    alone, so it also serves batches not made by ``make_batch``."""
+    tokens, subtask = batch.tokens, batch.subtask
+    n, L = tokens.shape
+    pos = torch.arange(L).expand(n, L)
+    is_open = torch.isin(tokens, torch.tensor(config.vocab.opens))
+    last_open = torch.where(is_open, pos, torch.full_like(pos, -1)).cummax(dim=1).values
+    earlier = (tokens.unsqueeze(2) == tokens.unsqueeze(1)) & (pos.unsqueeze(2) > pos.unsqueeze(1))
+    # the latest earlier occurrence (-1 when none), then the token after it
+    occurrence = torch.where(earlier, pos.unsqueeze(1), torch.full_like(earlier, -1, dtype=torch.long)).amax(dim=2)
+    answer = torch.stack([pos - 1, torch.zeros_like(pos), last_open, occurrence + 1])  # (4, n, L)
+    out = answer.gather(0, subtask.clamp_min(0).unsqueeze(0)).squeeze(0)
+    return torch.where(subtask >= 0, out, torch.full_like(out, -1))
+
+
+@torch.no_grad()
+def attention_mass(model: CommitteeModel, batch: Batch) -> dict[str, torch.Tensor]:
+    """How much each head attends to where each sub-task's answer is: ``{name: (n_layers, h)}``.
+
+    For sub-task ``name``, the mean over its scored positions of the weight a head puts on the
+    answer's position (``answer_positions``). ``"previous, everywhere"``: the mean weight on
+    the previous token over every position i >= 1 (a previous-token head works everywhere,
+    not only at ``P``). Uniform attention over i + 1 keys would give 1 / (i + 1).
+    """
+    model.eval()
+    model(batch.tokens)
+    maps = torch.stack(model.body.attention_maps())  # (layers, n, h, L, L)
+    source = answer_positions(model.config, batch)
+    by_position = maps.permute(1, 3, 4, 0, 2)  # (n, query, key, layers, h)
+    out = {}
+    for i, name in enumerate(SUBTASKS):
+        rows, cols = torch.nonzero(batch.subtask == i, as_tuple=True)
+        out[name] = by_position[rows, cols, source[rows, cols]].mean(dim=0)
+    query = torch.arange(1, maps.shape[-1])
+    out["previous, everywhere"] = by_position[:, query, query - 1].mean(dim=(0, 1))
+    return out
+
+
+@torch.no_grad()
+def score_ranks(model: CommitteeModel, tokens: torch.Tensor, rtol: float = 1e-4) -> torch.Tensor:
+    """(n_layers, h) float: the numerical rank of each head's score matrix Q_h K_hᵀ (L, L),
+    averaged over the sequences in ``tokens``. Q_h and K_h are (L, d_h), so the rank is at most
+    min(d_h, L): the low-rank bottleneck of Bhojanapalli et al. (2020); input rows that repeat
+    (the same token at positions the model hardly tells apart) lower it. Computed in float64;
+    singular values below ``rtol`` times the largest count as zero."""
+    model.eval()
+    inputs: list[torch.Tensor] = []
+    hooks = [block.attn.register_forward_pre_hook(lambda _m, args: inputs.append(args[0]))
+             for block in model.body.blocks]
+    try:
+        model(tokens)
+    finally:
+        for hook in hooks:
+            hook.remove()
+    ranks = []
+    for block, x in zip(model.body.blocks, inputs):
+        attn = block.attn
+        q, k = attn._split(attn.W_q(x)), attn._split(attn.W_k(x))  # (n, h, L, d_h)
+        scores = (q.double() @ k.double().transpose(-2, -1))
+        ranks.append(torch.linalg.matrix_rank(scores, rtol=rtol).double().mean(dim=0))
+    return torch.stack(ranks)
+
+
+def show_described(fig, alt: str) -> None:
+    """Show a matplotlib figure as an <img> that carries ``alt`` text, and close it.
+
+    Inside an ipywidgets output the website shows a saved snapshot, where a plain figure
+    has no alt text (chapter 02 does the same)."""
+    import base64
+    import html
+    import io
+
+    import matplotlib.pyplot as plt
+    from IPython.display import HTML, display
+
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", bbox_inches="tight")
+    plt.close(fig)
+    png = base64.b64encode(buffer.getvalue()).decode("ascii")
+    display(HTML(f'<img alt="{html.escape(alt)}" style="max-width: 100%" src="data:image/png;base64,{png}">'))
+
+
+def find_example(batch: Batch, length: int) -> int:
+    """The index of the first sequence whose first ``length`` positions hold a scored position
+    of every sub-task (for a small figure: with a causal mask the maps of a prefix are the
+    maps of the whole sequence, cut). Raises ``ValueError`` when there is none."""
+    head = batch.subtask[:, :length]
+    has_all = torch.stack([(head == i).any(dim=1) for i in range(len(SUBTASKS))]).all(dim=0)
+    found = torch.nonzero(has_all)
+    if not len(found):
+        raise ValueError(f"no sequence of the batch holds every sub-task in its first length={length} positions")
+    return int(found[0])
+
+
+def labelled_tokens(config: CommitteeConfig, batch: Batch, index: int, length: int | None = None) -> list[str]:
+    """Tick labels for one sequence: each token's name and its position, e.g. ``'P 3'``."""
+    names = decode(config, batch.tokens[index, :length])
+    return [f"{name} {i}" for i, name in enumerate(names)]
+
+
+def draw_head_grid(maps: torch.Tensor, labels: list[str], *, columns: int = 4, panel_in: float = 1.7):
+    """A grid of attention maps, one panel per (layer, head): ``maps`` (layers, h, L, L).
+
+    Rows of panels go layer by layer, ``columns`` heads per row; tick labels (the tokens) on
+    the outer panels only; one shared colour bar. Returns the figure."""
+    import matplotlib.pyplot as plt
+
+    from ...plotting import CMAP, COLORBAR_LABEL
+
+    maps = maps.detach().cpu()
+    layers, h, L, _ = maps.shape
+    rows = layers * -(-h // columns)
+    fig, axes = plt.subplots(rows, columns, figsize=(columns * panel_in + 0.9, rows * panel_in + 0.6),
+                             squeeze=False, layout="constrained")
+    for layer in range(layers):
+        for head in range(h):
+            r, c = layer * -(-h // columns) + head // columns, head % columns
+            ax = axes[r, c]
+            image = ax.imshow(maps[layer, head].numpy(), cmap=CMAP, vmin=0.0, vmax=1.0)
+            ax.set_title(f"layer {layer + 1}, head {head + 1}", fontsize=10)
+            ax.set_xticks(range(L), labels if r == rows - 1 else [], rotation=90)
+            ax.set_yticks(range(L), labels if c == 0 else [])
+    fig.colorbar(image, ax=axes, label=COLORBAR_LABEL, shrink=0.6)
+    fig.supxlabel("key: the token attended to (token, position)")
+    fig.supylabel("query: the token attending")
+    return fig

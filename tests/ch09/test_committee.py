@@ -1,0 +1,264 @@
+"""Chapter 09's task and model (``mhsa_ref/chapters/ch09/committee.py``) mean what they say.
+
+The task's answers are checked against a plain loop over the tokens (not the generator's own
+bookkeeping); the model is causal and is chapter 06's TinyTransformer; the measurements
+(attention mass, score ranks) are checked on constructed cases whose answer is known.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from mhsa_ref.chapters.ch06.inspectable import TinyTransformer
+from mhsa_ref.chapters.ch09 import committee as C
+
+SMALL = C.CommitteeConfig(steps=30, batch_size=16)
+
+
+def _batch(config=SMALL, n=64, seed=0):
+    return C.make_batch(config, n, torch.Generator().manual_seed(seed))
+
+
+def _oracle(config, tokens, induction):
+    """The sub-task and answer of every position, by reading the sequence left to right.
+
+    A content token is scored for induction if the batch says so (``induction``: positions);
+    the oracle then checks that it is the second and last occurrence of its token."""
+    voc = config.vocab
+    kinds, answers = [], []
+    for i, t in enumerate(tokens):
+        if i in induction:
+            assert t < voc.n_content and tokens.count(t) == 2 and tokens.index(t) < i
+            j = tokens.index(t)
+            kinds.append(3), answers.append(tokens[j + 1])
+            continue
+        if t == voc.P:
+            kinds.append(0), answers.append(tokens[i - 1])
+        elif t == voc.F:
+            kinds.append(1), answers.append(tokens[0])
+        elif t == voc.close:
+            opens = [j for j in range(i) if tokens[j] in voc.opens]
+            kinds.append(2), answers.append(tokens[opens[-1]])
+        else:
+            kinds.append(-1), answers.append(None)
+    return kinds, answers
+
+
+def test_every_scored_position_has_one_answer_that_a_plain_loop_finds():
+    config = SMALL
+    batch = _batch(config)
+    voc = config.vocab
+    assert batch.tokens.shape == batch.targets.shape == batch.subtask.shape == (64, config.seq_len)
+    assert batch.tokens.dtype == batch.targets.dtype == batch.subtask.dtype == torch.long
+    for tokens, targets, subtask in zip(*(t.tolist() for t in batch)):
+        kinds, answers = _oracle(config, tokens, {i for i, s in enumerate(subtask) if s == 3})
+        assert subtask == kinds, tokens
+        for s, y, a in zip(subtask, targets, answers):
+            if s >= 0:
+                assert y == a
+        # per_subtask of each, position 0 is a content token, answers to previous are content
+        assert [subtask.count(i) for i in range(4)] == [config.per_subtask] * 4
+        assert tokens[0] < voc.n_content
+        # brackets are not nested: opens and closes alternate, starting with an open
+        brackets = [t for t in tokens if t in voc.opens or t == voc.close]
+        assert brackets[::2] == [t for t in brackets if t in voc.opens]
+        assert all(t == voc.close for t in brackets[1::2]) and len(brackets) == 2 * config.per_subtask
+        # an induction key occurs exactly twice; the answer is a content token
+        for s, y in zip(subtask, targets):
+            if s in (0, 1, 3):
+                assert y < voc.n_content
+
+
+def test_batches_are_seeded_and_vary():
+    a, b, c = _batch(seed=3), _batch(seed=3), _batch(seed=4)
+    for x, y in zip(a, b):
+        assert torch.equal(x, y)
+    assert not torch.equal(a.tokens, c.tokens)
+    # the structures move: no sub-task sits at a fixed position
+    positions = torch.nonzero(a.subtask == 3)[:, 1]
+    assert positions.unique().numel() > 5
+
+
+def test_answer_positions_point_at_the_answer():
+    config = SMALL
+    batch = _batch(config, n=32, seed=5)
+    where = C.answer_positions(config, batch)
+    scored = batch.subtask >= 0
+    assert torch.all((where >= 0) == scored)
+    rows, cols = torch.nonzero(scored, as_tuple=True)
+    read = batch.tokens[rows, where[rows, cols]]
+    # the bracket's answer is the open bracket itself; every other answer is the token there
+    assert torch.equal(read, batch.targets[rows, cols])
+
+
+def test_bad_arguments_are_named():
+    with pytest.raises(ValueError, match="num_heads=3"):
+        C.CommitteeConfig(num_heads=3)
+    with pytest.raises(ValueError, match="seq_len=10"):
+        C.CommitteeConfig(seq_len=10)
+    with pytest.raises(ValueError, match="n_content"):
+        C.CommitteeConfig(n_content=4, per_subtask=2)
+    with pytest.raises(ValueError, match="steps"):
+        C.CommitteeConfig(steps=-1)
+    with pytest.raises(TypeError, match="generator"):
+        C.make_batch(SMALL, 4, 0)
+    with pytest.raises(ValueError, match="n=0"):
+        C.make_batch(SMALL, 0, torch.Generator())
+    model = C.CommitteeModel(SMALL)
+    with pytest.raises(ValueError, match="seq_len"):
+        model(torch.zeros(1, SMALL.seq_len + 1, dtype=torch.long))
+    with pytest.raises(ValueError, match="long"):
+        model(torch.zeros(1, 4))
+
+
+def test_model_is_a_causal_tiny_transformer():
+    torch.manual_seed(0)
+    model = C.CommitteeModel(SMALL)
+    assert isinstance(model.body, TinyTransformer)
+    assert model.body.head_gates.shape == (SMALL.n_layers, SMALL.num_heads)
+    tokens = _batch(n=4).tokens
+    logits = model(tokens)
+    assert logits.shape == (4, SMALL.seq_len, SMALL.vocab_size)
+    changed = tokens.clone()
+    changed[:, 10:] = (changed[:, 10:] + 1) % SMALL.vocab_size
+    torch.testing.assert_close(model(changed)[:, :10], logits[:, :10])
+    for maps in model.body.attention_maps():
+        assert maps.shape == (4, SMALL.num_heads, SMALL.seq_len, SMALL.seq_len)
+        assert torch.all(maps.triu(1) == 0)
+    # a shorter input works (the explorer's examples may be shorter)
+    assert model(tokens[:, :7]).shape == (4, 7, SMALL.vocab_size)
+
+
+def test_loss_is_the_cross_entropy_of_the_scored_positions_only():
+    torch.manual_seed(1)
+    model = C.CommitteeModel(SMALL)
+    batch = _batch(n=8)
+    logits = model(batch.tokens)
+    total, count = 0.0, 0
+    for b in range(8):
+        for i in range(SMALL.seq_len):
+            if batch.subtask[b, i] >= 0:
+                total -= torch.log_softmax(logits[b, i], -1)[batch.targets[b, i]]
+                count += 1
+    loss = C.loss_on(model, batch)
+    torch.testing.assert_close(loss, total / count)
+    loss.backward()
+    assert model.unembed.weight.grad.abs().sum() > 0
+
+
+class _Perfect(torch.nn.Module):
+    """Answers right on the sub-tasks in ``right``, wrong everywhere else."""
+
+    def __init__(self, batch, right, vocab_size):
+        super().__init__()
+        self.batch, self.right, self.vocab_size = batch, right, vocab_size
+
+    def forward(self, tokens):
+        answer = self.batch.targets.clone()
+        wrong = ~torch.isin(self.batch.subtask, torch.tensor(self.right))
+        answer[wrong] = (answer[wrong] + 1) % self.vocab_size
+        return torch.nn.functional.one_hot(answer, self.vocab_size).float() * 20
+
+
+def test_evaluate_reports_accuracy_per_subtask():
+    batch = _batch(n=16)
+    result = C.evaluate(_Perfect(batch, [1, 3], SMALL.vocab_size), batch)
+    assert result["per_subtask"] == {"previous": 0.0, "first": 1.0, "bracket": 0.0, "induction": 1.0}
+    assert result["accuracy"] == pytest.approx(0.5)
+    assert set(result) == {"loss", "accuracy", "per_subtask"}
+
+
+def test_train_is_seeded_and_leaves_the_global_random_state_alone():
+    torch.manual_seed(123)
+    before = torch.get_rng_state()
+    config = C.CommitteeConfig(steps=3, batch_size=4)
+    a, history = C.train(config, seed=7)
+    b, _ = C.train(config, seed=7)
+    assert torch.equal(torch.get_rng_state(), before)
+    for (name, p), q in zip(a.state_dict().items(), b.state_dict().values()):
+        assert torch.equal(p, q), name
+    assert history["step"] == [0, 2] and len(history["loss"]) == 2
+    init, empty = C.train(config, seed=7, init_only=True)
+    fresh, _ = C.train(C.CommitteeConfig(steps=0), seed=7)
+    assert empty["step"] == []
+    assert torch.equal(init.body.embed.weight, fresh.body.embed.weight)
+    assert not torch.equal(init.body.embed.weight, a.body.embed.weight)
+
+
+def test_penalty_is_added_on_w_q_and_w_k_of_every_layer():
+    seen = []
+
+    def penalty(W, num_heads):
+        seen.append((tuple(W.shape), num_heads))
+        return (W ** 2).sum()
+
+    config = C.CommitteeConfig(steps=2, batch_size=4)
+    C.train(config, seed=0, penalty=penalty, penalty_weight=0.5)
+    assert seen == [((64, 64), 8)] * (2 * config.n_layers * config.steps)
+    # weight 0 leaves the training as it is; a large weight shrinks W_q
+    plain, _ = C.train(config, seed=0)
+    zero, _ = C.train(config, seed=0, penalty=penalty, penalty_weight=0.0)
+    big, hist = C.train(config, seed=0, penalty=penalty, penalty_weight=10.0)
+    torch.testing.assert_close(plain.body.blocks[0].attn.W_q.weight, zero.body.blocks[0].attn.W_q.weight)
+    assert big.body.blocks[0].attn.W_q.weight.norm() < plain.body.blocks[0].attn.W_q.weight.norm()
+    assert hist["penalty"][0] > 0
+
+
+def test_attention_mass_on_a_model_whose_heads_are_set_by_hand():
+    """Layer 0's heads are made to attend to the previous token (head 0) and to position 0
+    (head 1) through the positions alone; the measured mass says so."""
+    config = C.CommitteeConfig(num_heads=2, d_model=64, n_layers=1)
+    torch.manual_seed(0)
+    model = C.CommitteeModel(config)
+    L, d, dh = config.seq_len, config.d_model, 32
+    with torch.no_grad():
+        body = model.body
+        body.embed.weight.zero_()
+        body.pos.copy_(torch.eye(L, d) * 30)  # one-hot positions, so the LayerNorm keeps them apart
+        attn = body.blocks[0].attn
+        for W in (attn.W_q, attn.W_k):
+            W.weight.zero_(), W.bias.zero_()
+        # head 0: query at position i looks for key position i - 1; head 1: for key position 0
+        big = 40.0
+        for i in range(1, L):
+            attn.W_q.weight[i % dh, i] = big
+            attn.W_k.weight[i % dh, i - 1] = big
+        attn.W_k.weight[dh, 0] = big
+        attn.W_q.bias[dh] = big / 8
+    batch = _batch(config, n=8)
+    mass = C.attention_mass(model, batch)
+    assert set(mass) == {*C.SUBTASKS, "previous, everywhere"}
+    assert all(v.shape == (1, 2) for v in mass.values())
+    assert mass["previous, everywhere"][0, 0] > 0.9 and mass["previous"][0, 0] > 0.9
+    assert mass["first"][0, 1] > 0.9 and mass["first"][0, 0] < 0.5
+
+
+def test_score_ranks_are_at_most_the_head_width():
+    for heads, bound in ((2, 21), (8, 8), (16, 4)):
+        config = C.CommitteeConfig(num_heads=heads)
+        torch.manual_seed(0)
+        model = C.CommitteeModel(config)
+        with torch.no_grad():  # distinct positions, so that no two rows of the input repeat
+            model.body.pos.mul_(100)
+        ranks = C.score_ranks(model, _batch(config, n=4).tokens)
+        assert ranks.shape == (config.n_layers, heads)
+        # a random model uses the whole room: the rank is min(d_h, L) exactly
+        assert torch.all(ranks == bound), (heads, ranks)
+    # a head whose W_q is zero scores nothing: rank 0
+    model = C.CommitteeModel(C.CommitteeConfig())
+    with torch.no_grad():
+        model.body.pos.mul_(100)
+        model.body.blocks[1].attn.W_q.weight[:8].zero_()
+        model.body.blocks[1].attn.W_q.bias[:8].zero_()
+    ranks = C.score_ranks(model, _batch(n=2).tokens)
+    assert ranks[1, 0] == 0 and ranks[1, 1] == 8
+
+
+@pytest.mark.slow
+def test_the_chapters_model_learns_every_subtask():
+    model, history = C.train(C.CommitteeConfig(), seed=0)
+    result = C.evaluate(model, C.heldout_batch(C.CommitteeConfig(), n=256))
+    assert history["loss"][-1] < history["loss"][0] / 10
+    for name, accuracy in result["per_subtask"].items():
+        assert accuracy > 0.8, (name, result)
