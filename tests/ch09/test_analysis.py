@@ -474,3 +474,31 @@ def test_ablation_pruning_and_seed_figures_draw_the_given_numbers(book_style):
                                   title="seeds")
     assert_readable(fig)
     np.testing.assert_allclose([p.get_height() for p in fig.axes[0].patches], [0.6, 0.6])
+
+
+# ------------------------------------------------------------------- chapter 09's own model
+
+
+def test_defaults_measure_chapter_09s_committee_model_on_its_scored_positions():
+    from mhsa_ref.chapters.ch09 import committee
+    from mhsa_ref.chapters.ch09.reference_torch import orthogonality_penalty
+
+    config = committee.CommitteeConfig(d_model=16, num_heads=4, d_ff=16, steps=0)
+    model, _ = committee.train(config, seed=0)
+    batch = committee.heldout_batch(config, n=8)
+    deltas = an.ablation_deltas(model, batch)
+    with torch.no_grad():
+        base = committee.loss_on(model, batch).item()
+        model.body.head_gates[1, 2] = 0.0
+        assert deltas[1, 2] == pytest.approx(committee.loss_on(model, batch).item() - base, abs=1e-6)
+        model.body.head_gates[1, 2] = 1.0
+    assert an.head_importance(model, [batch]).shape == (2, 4)
+    curve = an.pruning_curve(model, batch, [(0, 0)])
+    assert {"loss", "accuracy", "per_subtask.induction"} <= set(curve)
+    scored = batch.subtask >= 0
+    feats = an.head_features(model, batch.tokens, 0, "maps", positions=scored)
+    assert feats[0].shape == (int(scored.sum()), config.seq_len)
+    # total_penalty is the sum training adds: train records it (unweighted) before its first step
+    _, history = committee.train(committee.CommitteeConfig(d_model=16, num_heads=4, d_ff=16, steps=1), seed=0,
+                                 penalty=orthogonality_penalty, penalty_weight=0.1)
+    assert an.total_penalty(model, orthogonality_penalty).item() == pytest.approx(history["penalty"][0], rel=1e-5)
