@@ -389,6 +389,8 @@ def test_pruning_curve_refuses_bad_orders():
         an.pruning_curve(model, batch, [(2, 0)], evaluate)
     with pytest.raises(ValueError, match="twice"):
         an.pruning_curve(model, batch, [(0, 1), (0, 1)], evaluate)
+    with pytest.raises(TypeError, match=r"\(layer, head\) pairs"):
+        an.pruning_curve(model, batch, [3, 1], evaluate)
 
 
 @settings(max_examples=50, deadline=None)

@@ -343,7 +343,10 @@ def pruning_curve(
         from .committee import evaluate
     body = body_of(model)
     n_layers, h = body.head_gates.shape
-    pairs = [tuple(int(i) for i in p) for p in order]
+    try:
+        pairs = [tuple(int(i) for i in p) for p in order]
+    except TypeError:
+        raise TypeError("order must hold (layer, head) pairs, e.g. order_by(importance)") from None
     for p in pairs:
         if len(p) != 2 or not (0 <= p[0] < n_layers and 0 <= p[1] < h):
             raise ValueError(f"order holds {p}, not a (layer, head) of a model with shape ({n_layers}, {h})")
