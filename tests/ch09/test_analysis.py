@@ -284,6 +284,31 @@ def test_ablation_equals_zeroing_the_heads_w_o_columns():
     assert_untouched(model, before)
 
 
+def test_pair_ablation_equals_zeroing_both_heads_and_its_diagonal_is_the_single_ablation():
+    model = Readout(11)
+    batch = make_batch(5, 4)
+    before = state(model)
+    D = an.pair_ablation_deltas(model, batch, 1, loss_fn)
+    single = an.ablation_deltas(model, batch, loss_fn)
+    np.testing.assert_allclose(np.diag(D), single[1], atol=1e-12)
+    with torch.no_grad():
+        base = float(loss_fn(model, batch))
+        for i, j in [(0, 1), (2, 3), (1, 3)]:
+            with silenced(model, [(1, i), (1, j)]):
+                assert D[i, j] == D[j, i] == pytest.approx(float(loss_fn(model, batch)) - base, abs=1e-10)
+    assert_untouched(model, before)
+    with pytest.raises(ValueError, match="layer=5"):
+        an.pair_ablation_deltas(model, batch, 5, loss_fn)
+
+
+def test_a_silent_head_adds_nothing_to_any_pair():
+    batch = make_batch(6, 5)
+    with silenced(Readout(12), [(1, 3)]) as model:
+        D = an.pair_ablation_deltas(model, batch, 1, loss_fn)
+    np.testing.assert_allclose(D[3], np.diag(D), atol=1e-12)  # removing 3 with j costs what j alone costs
+    assert D[3, 3] == 0.0
+
+
 def test_a_head_with_zero_w_o_columns_has_ablation_zero_and_importance_zero():
     batches = [make_batch(4, s) for s in range(3)]
     with silenced(Readout(5), [(0, 3), (1, 1)]) as model:

@@ -39,6 +39,7 @@ __all__ = [
     "agglomerative_order",
     "clusters_at",
     "ablation_deltas",
+    "pair_ablation_deltas",
     "head_importance",
     "order_by",
     "random_order",
@@ -270,6 +271,29 @@ def ablation_deltas(model: nn.Module, batch, loss_fn: LossFn | None = None) -> n
                 deltas[layer, head] = float(loss_fn(model, batch)) - base
                 gates[layer, head] = kept
     return deltas
+
+
+def pair_ablation_deltas(model: nn.Module, batch, layer: int, loss_fn: LossFn | None = None) -> np.ndarray:
+    """Δloss of switching off two heads of ``layer`` together: (h, h), the diagonal one head alone.
+
+    With ``single = np.diag(D)``, ``D - single[:, None] - single[None, :]`` (off the diagonal) is
+    what the pair costs beyond its two parts: positive when each head covers for the other
+    (they are redundant), about 0 when they do separate work.
+    """
+    loss_fn = loss_fn or _default_loss()
+    body = body_of(model)
+    _check_layer(body, layer)
+    with _Gates(body) as gates, torch.no_grad():
+        base = float(loss_fn(model, batch))
+        h = gates.shape[1]
+        D = np.zeros((h, h))
+        kept = gates[layer].clone()
+        for i in range(h):
+            for j in range(i, h):
+                gates[layer, i] = gates[layer, j] = 0.0
+                D[i, j] = D[j, i] = float(loss_fn(model, batch)) - base
+                gates[layer] = kept
+    return D
 
 
 def head_importance(
