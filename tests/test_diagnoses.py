@@ -598,3 +598,13 @@ def test_a_parameter_starved_on_one_case_only_is_not_called_unused():
 
     found = _generic("05.MultiHeadSelfAttention", SoftmaxOverHeads)
     assert found is None or not found.id.startswith("parameter-unused"), found
+
+
+def test_a_single_number_is_called_off_by_a_factor_only_when_the_factor_is_the_same_on_every_case():
+    # Written for this test: any wrong number is some factor times the right one, so for a
+    # one-entry output (chapter 09's CKA) the factor means something only when it does not change.
+    from mhsa_ref.chapters.ch09.reference import linear_cka
+
+    assert _generic("09.linear_cka", lambda X, Y: 0.5 + 2.0 * (linear_cka(X, Y) - 0.5)) is None
+    found = _generic("09.linear_cka", lambda X, Y: 0.5 * linear_cka(X, Y))
+    assert found is not None and found.id.startswith("constant-factor"), found

@@ -682,6 +682,47 @@ def recomputed_attention(q, k, v, causal=False):
     assert next(v for v in result.exercises if v.id == "08.softmax_backward").status == "missing"
 
 
+def test_chapter_09_float_answers_and_penalty_gradients_are_graded_in_the_sandbox(tmp_path):
+    """CKA's Python float and the penalty's gradient cross the sandbox through the harnesses that
+    check uses; a penalty cut from columns and a CKA without centring are named there too."""
+    pytest.importorskip("torch")
+    code = """
+import numpy as np
+import torch
+from mhsa_ref import exercise
+
+
+@exercise
+def linear_cka(X, Y):
+    K, L = X @ X.T, Y @ Y.T  # no centring
+    return float((K * L).sum() / np.sqrt((K * K).sum() * (L * L).sum()))
+
+
+@exercise
+def orthogonality_penalty(W, num_heads):
+    d_h = W.shape[1] // num_heads
+    cols = [W[:, i * d_h:(i + 1) * d_h] for i in range(num_heads)]
+    total = W.sum() * 0
+    for i in range(num_heads):
+        for j in range(i + 1, num_heads):
+            total = total + ((cols[i].T @ cols[j]) ** 2).sum()
+    return total
+"""
+    path = save(notebook(code, chapter="09"), tmp_path / "09_committee.ipynb")
+    result = grade_notebook(path, "s", seed=5, limits=Limits(timeout_s=60))
+    got = {v.id: v for v in result.exercises}
+    cka, penalty = got["09.linear_cka"], got["09.orthogonality_penalty"]
+    assert (cka.status, cka.misconception) == ("failed", "cka-not-centred"), cka.feedback
+    assert (penalty.status, penalty.misconception) == ("failed", "penalty-heads-from-columns"), penalty.feedback
+    fixed = code.replace("K, L = X @ X.T, Y @ Y.T  # no centring",
+                         "X, Y = X - X.mean(0), Y - Y.mean(0)\n    K, L = X @ X.T, Y @ Y.T").replace(
+        "d_h = W.shape[1] // num_heads\n    cols = [W[:, i * d_h:(i + 1) * d_h]",
+        "d_h = W.shape[0] // num_heads\n    cols = [W[i * d_h:(i + 1) * d_h].T")
+    path = save(notebook(fixed, chapter="09"), tmp_path / "fixed" / "09_committee.ipynb")
+    result = grade_notebook(path, "s", seed=5, limits=Limits(timeout_s=60))
+    assert [v.status for v in result.exercises] == ["passed", "passed"], [v.feedback for v in result.exercises]
+
+
 # =============================================================================================
 # Gradescope
 

@@ -45,6 +45,7 @@ CATALOG = {
     "08.recomputed_attention": "recomputed_attention(q, k, v, causal=False)",
     "09.linear_cka": "linear_cka(X, Y)",
     "09.orthogonality_penalty": "orthogonality_penalty(W, num_heads)",
+    "09.attention_entropy": "attention_entropy(weights)",
     "10.patchify": "patchify(images, patch_size)",
 }
 # The catalog's entries for the chapters written so far: each must be registered as it is.

@@ -65,11 +65,21 @@ def _per_output(ctx: _Ctx) -> Diagnosis | None:
                     break
                 messages.append(msg)
             else:
+                if kind == "constant-factor" and _factors_differ_on_single_numbers(pairs):
+                    continue
                 first, msg = pairs[0], messages[0]
                 if isinstance(msg, tuple):
                     kind, msg = msg
                 return Diagnosis(kind + ctx.suffix(first.case, k), msg.replace(FACTOR, _factor_words(pairs)))
     return None
+
+
+def _factors_differ_on_single_numbers(pairs: list[_Pair]) -> bool:
+    """Any wrong number is some factor times the right one: for an output of one entry (a CKA, a
+    loss) a factor means something only when it is the same on every failing case."""
+    factors = [p.factor for p in pairs if p.factor is not None]
+    return (all(p.r.size == 1 for p in pairs) and len(factors) == len(pairs)
+            and any(abs(c - factors[0]) > 1e-6 * abs(factors[0]) for c in factors))
 
 
 RELATIONS: tuple[tuple[str, Relation], ...] = (

@@ -322,8 +322,21 @@ def run_differentiable(fn: Any, *args: Any) -> tuple:
     return (out.detach().cpu().numpy().copy(), *grads)
 
 
+def run_tensors(fn: Any, *args: Any) -> Any:
+    """Call ``fn`` with its array arguments as tensors and return the one tensor it returns as an
+    array. The tensors share memory with the arrays (``torch.from_numpy``), so a function that
+    writes into its input is seen to modify it."""
+    import torch
+
+    out = fn(*[torch.from_numpy(a) if isinstance(a, np.ndarray) else a for a in args])
+    if not isinstance(out, torch.Tensor):
+        raise TypeError(f"{getattr(fn, '__name__', 'the function')} returned {describe(out)}; expected a "
+                        "torch.Tensor")
+    return out.detach().cpu().numpy().copy()
+
+
 HARNESSES = {f.__name__: f for f in (run_module, run_converter, run_within_memory, run_saving, run_float,
-                                     run_differentiable)}
+                                     run_differentiable, run_tensors)}
 
 
 def module_output_names(state: dict) -> tuple[str, ...]:

@@ -4,7 +4,9 @@ every way the registry names.
 Written independently of the reference and of the variants in ``mhsa_ref/chapters/ch09``: CKA as
 HSIC with the centring matrix H = I - 11ᵀ/n on (n, n) Gram matrices, and with einsum on centred
 features; the penalty as a loop over pairs of row blocks, as the Gram-matrix trick
-(||W Wᵀ||² minus the diagonal blocks, halved), and as einsum with a mask of pairs.
+(||W Wᵀ||² minus the diagonal blocks, halved), and as einsum with a mask of pairs; the entropy
+as a loop over rows in plain Python, and through torch.distributions.Categorical on the rows that
+attend somewhere.
 ``tests/test_contract.py`` proves with these tables that the checks pass the correct ones and name
 every wrong one.
 """
@@ -16,6 +18,7 @@ import torch
 
 CKA = "09.linear_cka"
 OP = "09.orthogonality_penalty"
+AE = "09.attention_entropy"
 
 
 # ============================================================================================
@@ -201,9 +204,76 @@ def op_python_float(W, num_heads):
     return torch.tensor(total, dtype=W.dtype)
 
 
+# ============================================================================================
+# attention_entropy (stretch)
+# ============================================================================================
+
+
+def ae_loop_over_rows(weights):
+    import math
+
+    B, h, L, _ = weights.shape
+    out = torch.empty(h, dtype=weights.dtype)
+    for head in range(h):
+        total, rows = 0.0, 0
+        for b in range(B):
+            for i in range(L):
+                row = weights[b, head, i].tolist()
+                if any(p != 0 for p in row):
+                    total += -sum(p * math.log(p) for p in row if p > 0)
+                    rows += 1
+        out[head] = total / rows
+    return out
+
+
+def ae_categorical(weights):
+    h = weights.shape[1]
+    per_head = weights.transpose(0, 1).reshape(h, -1, weights.shape[-1])  # (h, B*L, L)
+    result = []
+    for rows in per_head:
+        kept = rows[rows.sum(-1) > 0]
+        result.append(torch.distributions.Categorical(probs=kept).entropy().mean())
+    return torch.stack(result).to(weights.dtype)
+
+
+def ae_masked_mean(weights):
+    logs = torch.log(weights.clamp_min(torch.finfo(weights.dtype).tiny))
+    per_row = -(weights * logs).sum(-1)
+    live = weights.sum(-1) > 0
+    return torch.nansum(torch.where(live, per_row, torch.nan), dim=(0, 2)) / live.sum((0, 2))
+
+
+def ae_log2(weights):
+    per_row = -torch.special.xlogy(weights, weights).sum(-1) / torch.log(torch.tensor(2.0))
+    live = weights.amax(-1) > 0
+    return (per_row * live).sum((0, 2)) / live.sum((0, 2))
+
+
+def ae_every_row(weights):
+    return -(torch.special.xlogy(weights, weights).sum(-1)).mean((0, 2))
+
+
+def ae_plain_log(weights):
+    per_row = -(weights * weights.log()).sum(-1)
+    live = weights.amax(-1) > 0
+    return (per_row * live).sum((0, 2)) / live.sum((0, 2))
+
+
+def ae_per_sequence_first(weights):
+    per_row = -torch.special.xlogy(weights, weights).sum(-1)
+    live = (weights > 0).any(-1)
+    per_sequence = (per_row * live).sum(-1) / live.sum(-1)  # (B, h)
+    return per_sequence.mean(0)
+
+
+def ae_total(weights):
+    return -torch.special.xlogy(weights, weights).sum((0, 2, 3))
+
+
 CORRECT = {
     CKA: [cka_hsic_centring_matrix, cka_einsum_features, cka_centred_grams],
     OP: [op_loop_over_pairs, op_gram_trick, op_einsum_mask],
+    AE: [ae_loop_over_rows, ae_categorical, ae_masked_mean],
 }
 
 WRONG = [
@@ -221,4 +291,9 @@ WRONG = [
     (OP, "penalty-wrong-product", op_transposed_product),
     (OP, "penalty-norm-not-squared", op_norms),
     (OP, "penalty-not-differentiable", op_python_float),
+    (AE, "entropy-in-bits", ae_log2),
+    (AE, "entropy-masked-rows-counted", ae_every_row),
+    (AE, "entropy-nan-at-zero", ae_plain_log),
+    (AE, "entropy-mean-of-means", ae_per_sequence_first),
+    (AE, "entropy-summed-not-averaged", ae_total),
 ]

@@ -13,6 +13,9 @@ Evidence independent of the code under test:
    ``torch.autograd.gradcheck`` in float64; invariances (rotations inside a head, of the input).
 4. Validation: bad arguments raise errors naming the argument and its shape; inputs are never
    modified; float32 stays float32.
+5. The stretch's attention entropy against ``torch.distributions.Categorical`` on the rows that
+   attend somewhere, and its properties: 0 for one-hot rows, log L for uniform ones, blind to
+   the order of the keys and to masked rows added or removed.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mhsa_ref.chapters.ch09.reference import linear_cka
-from mhsa_ref.chapters.ch09.reference_torch import orthogonality_penalty
+from mhsa_ref.chapters.ch09.reference_torch import attention_entropy, orthogonality_penalty
 
 
 def features(seed, n, p, offset=2.0):
@@ -225,3 +228,71 @@ def test_penalty_input_is_not_modified():
 def test_penalty_bad_input_is_named(W, h, error, words):
     with pytest.raises(error, match=words):
         orthogonality_penalty(W, h)
+
+
+# --------------------------------------------------------------------------------------------
+# 5. attention_entropy (stretch)
+# --------------------------------------------------------------------------------------------
+
+
+def attention_weights(seed, B, h, L, lengths=None, causal=False, dtype=torch.float64):
+    g = torch.Generator().manual_seed(seed)
+    allowed = torch.ones(B, 1, L, L, dtype=torch.bool)
+    if causal:
+        allowed &= torch.ones(L, L, dtype=torch.bool).tril()
+    if lengths is not None:
+        valid = torch.arange(L)[None, :] < torch.tensor(lengths)[:, None]
+        allowed &= valid[:, None, :, None] & valid[:, None, None, :]
+    s = torch.randn(B, h, L, L, generator=g, dtype=dtype).masked_fill(~allowed, float("-inf"))
+    return torch.nan_to_num(torch.softmax(s, dim=-1))  # a query with no key: an all-zero row
+
+
+entropy_shapes = dict(B=st.integers(1, 3), h=st.integers(1, 4), L=st.integers(1, 7), causal=st.booleans(),
+                      seed=st.integers(0, 10_000), data=st.data())
+
+
+@settings(max_examples=60, deadline=None)
+@given(**entropy_shapes)
+def test_entropy_equals_categoricals_over_the_rows_that_attend(B, h, L, causal, seed, data):
+    lengths = [L] + data.draw(st.lists(st.integers(0, L), min_size=B - 1, max_size=B - 1))
+    w = attention_weights(seed, B, h, L, lengths, causal)
+    got = attention_entropy(w)
+    for head in range(h):
+        rows = w[:, head].reshape(-1, L)
+        rows = rows[rows.sum(-1) > 0]
+        expected = torch.distributions.Categorical(probs=rows).entropy().mean()
+        assert got[head].item() == pytest.approx(expected.item(), rel=1e-9, abs=1e-12)
+        assert 0.0 <= got[head].item() <= np.log(L) + 1e-12
+    # blind to the order of the keys (the same permutation in every row) and to masked rows
+    perm = torch.randperm(L, generator=torch.Generator().manual_seed(seed))
+    torch.testing.assert_close(attention_entropy(w[..., perm]), got, rtol=1e-12, atol=1e-12)
+    padded = torch.cat([w, torch.zeros(B, h, 2, L, dtype=w.dtype)], dim=2)  # two more queries, masked
+    torch.testing.assert_close(attention_entropy(padded), got, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("L", [1, 2, 5, 64])
+def test_entropy_of_one_hot_rows_is_0_and_of_uniform_rows_log_L(L):
+    one_hot = torch.eye(L).roll(1, dims=1).expand(2, 1, L, L)
+    uniform = torch.full((2, 1, L, L), 1.0 / L, dtype=torch.float64)
+    assert attention_entropy(one_hot).item() == 0.0
+    assert attention_entropy(uniform).item() == pytest.approx(np.log(L), rel=1e-12, abs=1e-15)
+
+
+def test_entropy_keeps_float32_leaves_its_input_and_gives_nan_to_a_head_without_rows():
+    w = attention_weights(0, 2, 3, 5, causal=True, dtype=torch.float32)
+    before = w.clone()
+    out = attention_entropy(w)
+    assert out.dtype == torch.float32 and out.shape == (3,) and torch.equal(w, before)
+    w[:, 1] = 0.0  # every query of head 1 masked
+    out = attention_entropy(w)
+    assert torch.isnan(out[1]) and torch.isfinite(out[[0, 2]]).all()
+
+
+@pytest.mark.parametrize("w, error, words", [
+    (torch.ones(2, 4, 4), ValueError, r"\(B, h, L, L\), got torch.float32 of shape \(2, 4, 4\)"),
+    (torch.ones(1, 2, 4, 4, dtype=torch.long), ValueError, "floating-point"),
+    (np.ones((1, 2, 4, 4)), TypeError, "weights must be a torch.Tensor, got ndarray"),
+])
+def test_entropy_bad_input_is_named(w, error, words):
+    with pytest.raises(error, match=words):
+        attention_entropy(w)

@@ -1,5 +1,6 @@
-"""Chapter 09 exercises: linear CKA between two representations (NumPy, float64), and the
-orthogonality penalty between heads (PyTorch, float32).
+"""Chapter 09 exercises: linear CKA between two representations (NumPy, float64), the
+orthogonality penalty between heads (PyTorch, float32), and, as a stretch, the mean entropy of
+each head's attention rows (PyTorch, float32, through the ``run_tensors`` harness).
 
 ``09.linear_cka`` returns "a float": it runs through the ``run_float`` harness, which takes a
 Python float as the float64 it is. ``09.orthogonality_penalty`` runs through ``run_differentiable``:
@@ -15,7 +16,9 @@ of them (tests/ch09/learners.py proves it with independently written wrong code)
   of X, scaled and shifted (CKA 1), X against itself;
 - penalty: W not symmetric (rows and columns differ), 2, 3, 4 and 6 heads (a pair counted twice,
   h = h' counted), heads whose rows lie in orthogonal subspaces (the penalty and its gradient are
-  0, while ||W_hᵀ W_h'|| is not), one head (no pair: 0, and still a tensor).
+  0, while ||W_hᵀ W_h'|| is not), one head (no pair: 0, and still a tensor);
+- entropy: causal rows (zero weights: 0 log 0), padded sequences of different lengths (all-zero
+  rows of masked queries, and sequences with fewer rows than others), one-hot and uniform rows.
 """
 
 from __future__ import annotations
@@ -48,10 +51,11 @@ def _cka_cases(rng: np.random.Generator) -> list[Case]:
     related = X @ rng.normal(size=(5, 3)) + 0.5 * rng.normal(size=(20, 3)) + _offsets(rng, 3)
     q, _ = np.linalg.qr(rng.normal(size=(4, 4)))
     X4 = rng.normal(size=(12, 4)) * np.array([3.0, 1.0, 0.5, 0.2]) + _offsets(rng, 4)
+    # X against itself first: a mistake that shows there gets the property's hint ("must be 1")
     cases = [
-        case("n=20 examples, X with 5 features, Y with 3 that partly depend on X", X, related),
-        case("Y = 3 · X Q + c, Q orthogonal (rotated, scaled, shifted): CKA 1", X4, 3.0 * X4 @ q + _offsets(rng, 4)),
         case("X against itself", X4, X4.copy()),
+        case("Y = 3 · X Q + c, Q orthogonal (rotated, scaled, shifted): CKA 1", X4, 3.0 * X4 @ q + _offsets(rng, 4)),
+        case("n=20 examples, X with 5 features, Y with 3 that partly depend on X", X, related),
         case("unrelated X (n=6 < 10 features) and Y (4 features)", rng.normal(size=(6, 10)) + _offsets(rng, 10),
              rng.normal(size=(6, 4)) + _offsets(rng, 4)),
         case("one feature each, n=8", rng.normal(size=(8, 1)) + 4.0, rng.normal(size=(8, 1)) - 1.0),
@@ -306,4 +310,111 @@ ORTHOGONALITY_PENALTY = Exercise(
     harness=Harness("run_differentiable"),
 )
 
-EXERCISES = (LINEAR_CKA, ORTHOGONALITY_PENALTY)
+# ---------------------------------------------------------------------------------------------
+# 09.attention_entropy (stretch)
+
+
+def _softmax_rows(scores: np.ndarray, allowed: np.ndarray) -> np.ndarray:
+    """Softmax over the last axis where allowed; a row with nothing allowed is all zeros."""
+    s = np.where(allowed, scores, -np.inf)
+    top = s.max(axis=-1, keepdims=True)
+    e = np.exp(s - np.where(np.isfinite(top), top, 0.0))
+    total = e.sum(axis=-1, keepdims=True)
+    return np.divide(e, total, out=np.zeros_like(e), where=total > 0)
+
+
+def _entropy_cases(rng: np.random.Generator) -> list[Case]:
+    def case(name, B, h, L, lengths=None, causal=False, spread=1.0):
+        allowed = np.ones((B, 1, L, L), dtype=bool)
+        if causal:
+            allowed &= np.tril(np.ones((L, L), dtype=bool))
+        if lengths is not None:  # padded queries and keys: a padded query attends nowhere
+            valid = np.arange(L)[None, :] < np.asarray(lengths)[:, None]  # (B, L)
+            allowed &= valid[:, None, :, None] & valid[:, None, None, :]
+        weights = _softmax_rows(spread * rng.normal(size=(B, h, L, L)), allowed)
+        return Case(name, (weights.astype(np.float32),), arg_names=("weights",))
+
+    peaked_and_flat = np.zeros((1, 2, 4, 4), dtype=np.float32)
+    peaked_and_flat[0, 0] = np.eye(4)[[1, 0, 3, 3]]  # head 0: every row on one key, entropy 0
+    peaked_and_flat[0, 1] = 0.25  # head 1: uniform rows, entropy log 4
+    cases = [
+        case("B=1, 2 heads, L=4", 1, 2, 4),
+        case("B=2, 3 heads, L=5, causal: zero weights above the diagonal", 2, 3, 5, causal=True),
+        case("B=3, 2 heads, L=6, padded to lengths 6, 4 and 2: masked queries' rows are all zero", 3, 2, 6,
+             lengths=[6, 4, 2]),
+        Case("head 0 looks at one key per row, head 1 spreads evenly", (peaked_and_flat,), arg_names=("weights",)),
+        case("B=2, 4 heads, L=7, causal and padded (lengths 7 and 3), peaked scores", 2, 4, 7, lengths=[7, 3],
+             causal=True, spread=3.0),
+    ]
+    for i in range(2):
+        B, h, L = int(rng.integers(1, 4)), int(rng.integers(1, 5)), int(rng.integers(2, 9))
+        lengths = [int(n) for n in rng.integers(1, L + 1, size=B)]
+        lengths[0] = L  # at least one full sequence, so every head has rows
+        causal = bool(rng.integers(0, 2))
+        cases.append(case(f"random {i + 1} (B={B}, {h} heads, L={L}, lengths {lengths}"
+                          f"{', causal' if causal else ''})", B, h, L, lengths=lengths, causal=causal))
+    return cases
+
+
+def _entropy_in_range(case: Case, outputs: tuple) -> str | None:
+    out = outputs[0] if outputs else None
+    if not isinstance(out, np.ndarray) or out.dtype.kind != "f" or out.ndim != 1:
+        return None
+    top = float(np.log(case.args[0].shape[-1]))
+    finite = out[np.isfinite(out)]
+    if finite.size and (finite.min() < -1e-5 or finite.max() > top + 1e-4):
+        return (f"an entropy over {case.args[0].shape[-1]} keys lies between 0 (all weight on one key) and "
+                f"log {case.args[0].shape[-1]} = {top:.4g} (spread evenly); yours range from {finite.min():.4g} "
+                f"to {finite.max():.4g}. Mind the minus sign in -sum p log p, and average the rows, not add them.")
+    return None
+
+
+ATTENTION_ENTROPY = Exercise(
+    id="09.attention_entropy",
+    name="attention_entropy",
+    signature="attention_entropy(weights)",
+    points=1.0,
+    reference=deferred(f"{REFERENCE_TORCH}:attention_entropy"),
+    make_cases=_entropy_cases,
+    outputs=("entropy",),
+    properties=(Property("between 0 and log L", _entropy_in_range),),
+    misconceptions=(
+        Misconception(
+            "entropy-in-bits",
+            "Your entropies are in bits (log base 2): they are the answer divided by ln 2. The exercise asks "
+            "for nats, the natural logarithm: torch.log.",
+            (_wrong("entropy_in_bits"),),
+        ),
+        Misconception(
+            "entropy-masked-rows-counted",
+            "Your mean counts the rows of masked queries, which are all zeros and attend nowhere: their "
+            "entropy 0 drags the mean down. Average only over the rows that hold some weight.",
+            (_wrong("entropy_masked_rows_counted"),),
+        ),
+        Misconception(
+            "entropy-nan-at-zero",
+            "You get NaN where a weight is 0 (a causal or padding mask): p * log(p) is 0 * -inf there. "
+            "The limit of p log p at 0 is 0: torch.special.xlogy(p, p), or torch.where(p > 0, ..., 0).",
+            (_wrong("entropy_nan_at_zero"), _wrong("entropy_nan_at_zero_everywhere")),
+        ),
+        Misconception(
+            "entropy-mean-of-means",
+            "You average each sequence's rows first, then the sequences: a short (padded) sequence then "
+            "weighs as much as a long one. The mean runs over all unmasked rows of the head at once.",
+            (_wrong("entropy_mean_of_means"),),
+        ),
+        Misconception(
+            "entropy-summed-not-averaged",
+            "You add up the rows' entropies; the exercise asks for their mean (divide by the number of "
+            "unmasked rows of each head).",
+            (_wrong("entropy_summed_over_rows"),),
+        ),
+    ),
+    forbidden=("mhsa_ref",),
+    dtype="float32",
+    rtol=1e-4,
+    atol=1e-5,
+    harness=Harness("run_tensors"),
+)
+
+EXERCISES = (LINEAR_CKA, ORTHOGONALITY_PENALTY, ATTENTION_ENTROPY)

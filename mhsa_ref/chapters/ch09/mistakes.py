@@ -89,3 +89,48 @@ def detached(W, num_heads):
     """The right number, through .item(): autograd sees a constant, and training nothing."""
     value = _sum(_rows(W, num_heads), _upper, _outer).item()
     return torch.tensor(value, dtype=W.dtype)
+
+
+# ---------------------------------------------------------------------------------------------
+# attention_entropy
+
+
+def _row_entropy(weights, log=torch.log):
+    return -torch.where(weights > 0, weights * log(torch.where(weights > 0, weights, 1.0)), 0.0).sum(-1)
+
+
+def _attends(weights):
+    return (weights != 0).any(-1)
+
+
+def entropy_in_bits(weights):
+    per_row, rows = _row_entropy(weights, torch.log2), _attends(weights)
+    return (per_row * rows).sum((0, 2)) / rows.sum((0, 2))
+
+
+def entropy_masked_rows_counted(weights):
+    """Every row in the mean, a masked query's all-zero row (entropy 0) too."""
+    return _row_entropy(weights).mean(dim=(0, 2))
+
+
+def entropy_nan_at_zero(weights):
+    """p * log(p) with no guard: 0 * log 0 = 0 * -inf = NaN wherever a weight is 0."""
+    per_row, rows = -(weights * torch.log(weights)).sum(-1), _attends(weights)
+    return torch.where(rows, per_row, 0.0).sum((0, 2)) / rows.sum((0, 2))
+
+
+def entropy_nan_at_zero_everywhere(weights):
+    per_row = -(weights * torch.log(weights)).sum(-1)
+    rows = _attends(weights)
+    return (per_row * rows).sum((0, 2)) / rows.sum((0, 2))
+
+
+def entropy_mean_of_means(weights):
+    """The mean over each sequence's rows first, then over the sequences."""
+    per_row, rows = _row_entropy(weights), _attends(weights)
+    return ((per_row * rows).sum(2) / rows.sum(2)).mean(0)
+
+
+def entropy_summed_over_rows(weights):
+    per_row, rows = _row_entropy(weights), _attends(weights)
+    return (per_row * rows).sum((0, 2))

@@ -1,4 +1,5 @@
-"""Reference for chapter 09, PyTorch part: the orthogonality penalty between heads.
+"""Reference for chapter 09, PyTorch part: the orthogonality penalty between heads, and the
+entropy of each head's attention rows (the stretch exercise).
 
 A projection W (d_model, d_model) in ``nn.Linear`` layout computes x Wᵀ, so output feature i is
 row i of W dotted with x. Head h owns the output features h·d_h … (h+1)·d_h - 1, that is the ROWS
@@ -19,7 +20,7 @@ import numbers
 
 import torch
 
-__all__ = ["orthogonality_penalty"]
+__all__ = ["orthogonality_penalty", "attention_entropy"]
 
 
 def _check(W: torch.Tensor, num_heads: int) -> int:
@@ -44,3 +45,21 @@ def orthogonality_penalty(W: torch.Tensor, num_heads: int) -> torch.Tensor:
     overlap = heads.unsqueeze(1) @ heads.transpose(1, 2).unsqueeze(0)  # (h, h', d_h, d_h): W_h W_h'ᵀ
     per_pair = overlap.square().sum(dim=(-2, -1))  # (h, h')
     return per_pair.triu(diagonal=1).sum()  # each pair once, no h = h'
+
+
+def attention_entropy(weights: torch.Tensor) -> torch.Tensor:
+    """Mean entropy, in nats, of each head's attention rows: weights (B, h, L, L) -> (h,).
+
+    Row (b, i) of head h is a distribution over keys; its entropy -sum_j p log p (with 0 log 0 = 0)
+    is 0 for a head that looks at one key and log L for one that spreads evenly over L keys. The
+    mean runs over every row of the head, in every batch item, except rows of all zeros (a
+    masked query, which attends nowhere). A head with no such row gets NaN (0 / 0).
+    """
+    if not isinstance(weights, torch.Tensor):
+        raise TypeError(f"weights must be a torch.Tensor, got {type(weights).__name__}")
+    if weights.dim() != 4 or not weights.is_floating_point():
+        raise ValueError(f"weights must be a floating-point tensor (B, h, L, L), got {weights.dtype} of shape "
+                         f"{tuple(weights.shape)}")
+    per_row = -torch.special.xlogy(weights, weights).sum(dim=-1)  # (B, h, L); xlogy(0, 0) = 0
+    attends = (weights != 0).any(dim=-1)  # (B, h, L): False for a masked query's all-zero row
+    return (per_row * attends).sum(dim=(0, 2)) / attends.sum(dim=(0, 2))

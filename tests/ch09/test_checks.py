@@ -1,0 +1,174 @@
+"""Chapter 09's checks, beyond the contract (tests/test_contract.py): the two harnesses (a Python
+float as CKA's answer; the penalty's gradient and in-place writes through shared memory), what
+``check`` prints, and the cases the mistakes rely on."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from mhsa_ref import exercises
+from mhsa_ref.checks import evaluate, format_verdict
+from mhsa_ref.chapters.ch09.reference import linear_cka
+from mhsa_ref.judge import call
+from mhsa_ref.untrusted.harness import Harness
+
+from .learners import AE, CKA, OP, ae_masked_mean, cka_einsum_features, op_loop_over_pairs
+
+
+# --------------------------------------------------------------------------------------------
+# linear_cka through run_float
+
+
+@pytest.mark.parametrize("convert", [float, np.float64, lambda v: np.array(v)], ids=["float", "np.float64", "0-d array"])
+def test_a_float_in_any_float64_form_passes(convert):
+    v = evaluate(lambda X, Y: convert(cka_einsum_features(X, Y)), CKA)
+    assert v.passed, format_verdict(v)
+
+
+@pytest.mark.parametrize("convert, words", [
+    (lambda v: [v], "is list; expected a NumPy array"),
+    (lambda v: (v,), "is tuple; expected a NumPy array"),
+    (lambda v: np.array([v]), "has shape (1,); expected ()"),
+    (lambda v: torch.tensor(v, dtype=torch.float64), "is torch.Tensor; expected a NumPy array"),
+    (lambda v: str(v), "is str; expected a NumPy array"),
+], ids=["list", "tuple", "shape (1,)", "tensor", "str"])
+def test_anything_else_is_judged_as_what_it_is(convert, words):
+    v = evaluate(lambda X, Y: convert(cka_einsum_features(X, Y)), CKA)
+    assert v.status == "failed" and words in v.feedback, v.feedback
+
+
+def test_run_float_needs_no_torch_and_is_plain_data():
+    ex = exercises.get(CKA)
+    assert ex.harness.as_json() == {"name": "run_float", "options": {}} and not ex.harness.needs_torch
+    assert exercises.get(OP).harness.as_json() == {"name": "run_differentiable", "options": {}}
+    assert exercises.get(OP).harness.needs_torch
+
+
+def test_cka_cases_hold_what_the_mistakes_need():
+    cases = exercises.get(CKA).cases(0)
+    # non-zero column means (centring matters), p1 != p2, n < p, X against a copy of itself
+    assert all(np.abs(c.args[0].mean(axis=0)).max() > 0.5 for c in cases)
+    assert any(c.args[0].shape[1] != c.args[1].shape[1] for c in cases)
+    assert any(c.args[0].shape[0] < c.args[0].shape[1] for c in cases)
+    itself = [c for c in cases if c.args[0].shape == c.args[1].shape and np.array_equal(*c.args)]
+    assert itself and itself[0].args[0] is not itself[0].args[1]  # two arrays: in-place writes show
+    assert any(linear_cka(*c.args) == pytest.approx(1.0) and not np.array_equal(*c.args) for c in cases)
+
+
+def test_check_names_a_numerator_not_squared():
+    def no_norm_squared(X, Y):
+        Xc, Yc = X - X.mean(0), Y - Y.mean(0)
+        return float(np.linalg.norm(Yc.T @ Xc) / (np.linalg.norm(Xc.T @ Xc) * np.linalg.norm(Yc.T @ Yc)))
+
+    v = evaluate(no_norm_squared, CKA)
+    assert "[cka-norm-not-squared]" in format_verdict(v) and "SQUARED" in v.feedback
+
+
+def test_an_unlisted_mistake_gets_the_property_hints():
+    v = evaluate(lambda X, Y: 2.0 * linear_cka(X, Y) - 0.5, CKA)  # neither in [0, 1] nor 1 on itself
+    shown = v.feedback
+    assert v.status == "failed" and v.misconception is None, shown  # 0.5 + 2 (CKA - 0.5): no factor
+    assert "Hint: the CKA of X with itself is 1.5" in shown and "lies in [0, 1]" in shown, shown
+
+
+# --------------------------------------------------------------------------------------------
+# orthogonality_penalty through run_differentiable
+
+
+def _case(name_part):
+    ex = exercises.get(OP)
+    return ex, next(c for c in ex.cases(0) if name_part in c.name)
+
+
+def test_the_harness_returns_the_value_and_the_gradient():
+    ex, case = _case("3 heads")
+    outcome = call(op_loop_over_pairs, case, len(ex.outputs), ex.harness)
+    value, grad = outcome.outputs
+    assert value.shape == () and value.dtype == np.float32 and grad.shape == case.args[0].shape
+    W = torch.tensor(case.args[0], requires_grad=True)
+    op_loop_over_pairs(W, 3).backward()
+    np.testing.assert_allclose(grad, W.grad.numpy(), rtol=1e-6)
+
+
+def test_writing_into_w_is_seen_as_modifying_the_input():
+    def zeroes_w_after(W, num_heads):
+        penalty = op_loop_over_pairs(W.clone(), num_heads)  # right value and gradient...
+        W.data.zero_()  # ...then, through .data, autograd does not object
+        return penalty
+
+    v = evaluate(zeroes_w_after, OP)
+    assert v.status == "failed" and v.misconception == "input-modified-in-place", format_verdict(v)
+
+    def zeroes_w_first(W, num_heads):
+        W.data.zero_()
+        return op_loop_over_pairs(W, num_heads)
+
+    assert "Also: your function modified `W` in place" in evaluate(zeroes_w_first, OP).feedback
+
+
+def test_a_python_float_is_an_error_that_says_what_was_expected():
+    v = evaluate(lambda W, num_heads: float(op_loop_over_pairs(W, num_heads)), OP)
+    assert v.status == "error" and "returned float; expected a torch.Tensor" in v.feedback, v.feedback
+
+
+def test_a_detached_penalty_is_named_and_a_non_scalar_one_is_a_shape():
+    v = evaluate(lambda W, num_heads: op_loop_over_pairs(W, num_heads).detach(), OP)
+    assert v.misconception == "penalty-not-differentiable", format_verdict(v)
+    v = evaluate(lambda W, num_heads: op_loop_over_pairs(W, num_heads).reshape(1, 1), OP)
+    assert "has shape (1, 1); expected ()" in v.feedback, v.feedback
+
+
+def test_a_float64_penalty_is_a_dtype_mistake():
+    v = evaluate(lambda W, num_heads: op_loop_over_pairs(W.double(), num_heads), OP)
+    assert "dtype float64; expected float32" in v.feedback, v.feedback
+
+
+def test_penalty_cases_hold_what_the_mistakes_need():
+    cases = exercises.get(OP).cases(0)
+    W = [c.args[0] for c in cases]
+    assert all(w.dtype == np.float32 and not np.allclose(w, w.T) for w in W if w.any())
+    assert {c.args[1] for c in cases} >= {1, 2, 3, 4, 6}
+    _, zero = _case("disjoint inputs")
+    out = call(op_loop_over_pairs, zero, 2, exercises.get(OP).harness).outputs
+    assert float(out[0]) == 0.0 and not out[1].any()
+
+
+# --------------------------------------------------------------------------------------------
+# attention_entropy (stretch) through run_tensors
+
+
+def test_entropy_runs_on_tensors_and_must_return_one():
+    ex = exercises.get(AE)
+    assert ex.harness.as_json() == {"name": "run_tensors", "options": {}} and ex.harness.needs_torch
+    case = ex.cases(0)[0]
+    out = call(ae_masked_mean, case, 1, ex.harness).outputs[0]
+    assert isinstance(out, np.ndarray) and out.dtype == np.float32 and out.shape == (case.args[0].shape[1],)
+    v = evaluate(lambda weights: ae_masked_mean(weights).numpy(), AE)
+    assert v.status == "error" and "returned an array of dtype float32; expected a torch.Tensor" in v.feedback
+
+
+def test_entropy_writing_into_the_weights_is_seen():
+    def clamps_in_place(weights):
+        weights.clamp_(min=1e-12)  # changes the caller's weights
+        return -(weights * weights.log()).sum(-1).mean((0, 2))
+
+    v = evaluate(clamps_in_place, AE)
+    assert v.status == "failed" and "modified `weights` in place" in v.feedback, v.feedback
+
+
+def test_entropy_cases_hold_zeros_masked_rows_and_uneven_lengths():
+    cases = exercises.get(AE).cases(0)
+    weights = [c.args[0] for c in cases]
+    assert all(w.dtype == np.float32 and w.ndim == 4 for w in weights)
+    rows_live = [(w != 0).any(-1) for w in weights]
+    assert any((w == 0).any() and live.all() for w, live in zip(weights, rows_live))  # 0 log 0 in live rows
+    assert any(not live.all() for live in rows_live)  # masked queries
+    # sequences with different numbers of live rows: the mean of means differs
+    assert any(len({int(n) for n in live[:, 0].sum(-1)}) > 1 for live in rows_live)
+
+
+def test_an_entropy_without_its_minus_sign_gets_the_range_hint():
+    v = evaluate(lambda weights: -ae_masked_mean(weights), AE)
+    assert v.status == "failed" and "Mind the minus sign" in v.feedback, v.feedback
