@@ -9,7 +9,9 @@ manager are served from ``_static/``, fetched by ``make vendor``). On every page
   raw ``$...$``, ``$$``, ``\\(...\\)`` or ``\\[...\\]`` is left in the text outside code;
 - every image loads (non-zero natural width) and has alt text that is not a file name
   (except figures inside a widget snapshot, which cannot carry any);
-- widget snapshots render where the page has widget output;
+- widget snapshots render where the page has widget output, and a page with an explorer
+  (``EXPLORERS``: chapters 02 and 09) shows its widget's figure and, beside it, its static
+  figure for the rendered book;
 - no console errors, no failed or 4xx/5xx requests;
 - the licence footer is there, and at phone width nothing makes the page scroll sideways;
 - every display equation fits its column, at 1280 and at 390 pixels (measured: MathJax's
@@ -76,6 +78,14 @@ def _toc_docs() -> list[str]:
 
 
 DOCS = _toc_docs()
+
+# Pages that pair an ipywidgets explorer with a static figure for the rendered book (a widget
+# needs a running kernel; the page shows its saved snapshot): the page must show the snapshot,
+# with the figure the explorer draws, and the static figure, found by the start of its alt text.
+EXPLORERS = {
+    "book/02_scaling": "A 4 by 2 grid of bar charts of one query's weights",
+    "book/09_committee": "A grid of 16 attention maps",
+}
 
 
 def _unavailable(reason: str):
@@ -272,6 +282,13 @@ def test_page_renders_offline(doc, site_url, browser):
 
     # Widgets.
     assert info["unrendered"] == 0, f"{doc}: {info['unrendered']} of {info['views']} widget views did not render"
+    if doc in EXPLORERS:
+        assert info["views"], f"{doc}: no widget on the page (was the explorer's widget state saved?)"
+        drawn = [img for img in info["images"] if img["widget"] and img["width"] > 0]
+        assert drawn, f"{doc}: the explorer's snapshot shows no figure"
+        static = [img for img in info["images"]
+                  if not img["widget"] and (img["alt"] or "").startswith(EXPLORERS[doc])]
+        assert static, f"{doc}: no static figure beside the explorer (alt text starting {EXPLORERS[doc]!r})"
 
     # Footer and phone width.
     assert "CC BY-SA 4.0" in info["footer"] and "MIT" in info["footer"], f"{doc}: licence footer missing"
@@ -284,6 +301,29 @@ def test_page_renders_offline(doc, site_url, browser):
         expected = _expected_colab_url(doc)
         assert info["colab"], f"{doc}: no Colab button"
         assert set(info["colab"]) == {expected}, f"{doc}: Colab button goes to {info['colab']}, not {expected}"
+
+
+@pytest.mark.parametrize("doc", sorted(EXPLORERS))
+def test_explorer_pages_are_in_the_book_with_their_static_figure(doc):
+    """An explorer page in the book is checked above; here, that it is in the book once its
+    chapter is written, and that EXPLORERS names its static figure as the notebook describes it."""
+    import nbformat
+
+    source = ROOT / "solutions" / f"{Path(doc).name}.ipynb"
+    if not source.is_file():
+        pytest.skip(f"{source.name} is not written yet")
+    assert doc in DOCS, f"{doc} has a notebook in solutions/ but is not in _toc.yml (run make assign)"
+    notebook = nbformat.read(source, as_version=4)
+    markers = [c.source.strip() for c in notebook.cells if c.cell_type == "markdown"
+               and re.fullmatch(r"<!--\s*insert:\s*[\w-]+\s*-->", c.source.strip())]
+    if markers:  # a chapter written in parts (CONTRIBUTING.md): its sections are not in yet
+        pytest.skip(f"{source.name} still has {len(markers)} sections to insert: {markers}")
+    cells = [c for c in notebook.cells if c.cell_type == "code"]
+    assert any("interact(" in c.source for c in cells), f"{source.name}: no ipywidgets explorer"
+    alts = [c.metadata.get("mystnb", {}).get("image", {}).get("alt", "") for c in cells
+            if "hide-input" in c.metadata.get("tags", [])]
+    assert any(alt.startswith(EXPLORERS[doc]) for alt in alts), (
+        f"{source.name}: no static figure whose alt text starts {EXPLORERS[doc]!r}")
 
 
 CHAPTERS = [doc for doc in DOCS if (ROOT / f"{doc}.ipynb").is_file() and (ROOT / "solutions" / f"{Path(doc).name}.ipynb").is_file()]

@@ -110,6 +110,29 @@ def test_bad_arguments_are_named():
         model(torch.zeros(1, SMALL.seq_len + 1, dtype=torch.long))
     with pytest.raises(ValueError, match="long"):
         model(torch.zeros(1, 4))
+    with pytest.raises(ValueError, match="vocab_size=14"):
+        model(torch.full((1, 4), 14))
+    with pytest.raises(TypeError, match="tokens"):
+        model([[0, 1]])
+    with pytest.raises(ValueError, match="lr"):
+        C.CommitteeConfig(lr="fast")
+    import numpy as np
+
+    assert C.make_batch(SMALL, np.int64(3), torch.Generator()).tokens.shape[0] == 3
+
+
+def test_measurements_leave_the_model_as_they_found_it():
+    model = C.CommitteeModel(SMALL)
+    model.train()
+    batch = _batch(n=4)
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    C.evaluate(model, batch), C.attention_mass(model, batch), C.score_ranks(model, batch.tokens)
+    assert model.training
+    assert all(torch.equal(v, before[k]) for k, v in model.state_dict().items())
+    assert not any(block.attn._forward_pre_hooks for block in model.body.blocks)
+    tokens = batch.tokens.clone()
+    C.answer_positions(SMALL, batch)
+    assert torch.equal(tokens, batch.tokens)
 
 
 def test_model_is_a_causal_tiny_transformer():
@@ -262,3 +285,83 @@ def test_the_chapters_model_learns_every_subtask():
     assert history["loss"][-1] < history["loss"][0] / 10
     for name, accuracy in result["per_subtask"].items():
         assert accuracy > 0.8, (name, result)
+
+
+def test_head_roles_sorts_heads_by_their_mass():
+    mass = {name: torch.zeros(1, 4) for name in C.SUBTASKS}
+    mass["first"][0, 0] = 0.95                                  # specialist
+    mass["bracket"][0, 1], mass["first"][0, 1] = 0.9, 0.6      # two above half: generalist
+    mass["previous"][0, 2] = 0.7                                # one above half, not sharp
+    mass["induction"][0, 3] = 0.3
+    mass["previous, everywhere"] = torch.ones(1, 4)             # not a sub-task: ignored
+    roles = C.head_roles(mass)
+    assert roles == {"specialist": ["layer 1, head 1: first 95%"],
+                     "generalist": ["layer 1, head 2: first 60%, bracket 90%"],
+                     "unnamed": ["layer 1, head 3: previous 70%", "layer 1, head 4: induction 30%"]}
+
+
+def test_even_spread_and_guessing_baselines():
+    subtask = torch.full((2, 6), -1)
+    subtask[0, 3] = 0    # previous at position 3: 4 keys
+    subtask[1, 1] = 0    # previous at position 1: 2 keys
+    subtask[1, 5] = 2    # bracket at position 5: 6 keys
+    batch = C.Batch(torch.zeros(2, 6, dtype=torch.long), torch.zeros(2, 6, dtype=torch.long), subtask)
+    uniform = C.uniform_mass(batch)
+    assert uniform["previous"] == pytest.approx((1 / 4 + 1 / 2) / 2)
+    assert uniform["bracket"] == pytest.approx(1 / 6)
+    assert uniform["previous, everywhere"] == pytest.approx(sum(1 / (i + 1) for i in range(1, 6)) / 5)
+    chance = C.chance_levels(C.CommitteeConfig())
+    assert chance == {"previous": 1 / 6, "first": 1 / 6, "bracket": 1 / 3, "induction": 1 / 6}
+
+
+def test_example_helpers_agree_with_the_batch():
+    config = C.CommitteeConfig()
+    batch = _batch(config, n=64, seed=2)
+    text = C.describe_example(config, batch, 0)
+    tokens = C.decode(config, batch.tokens[0])
+    assert " ".join(tokens) in text
+    scored = [i for i, s in enumerate(batch.subtask[0].tolist()) if s >= 0]
+    lines = [line for line in text.splitlines() if line.startswith("  position")]
+    assert len(lines) == len(scored)
+    for i, line in zip(scored, lines):
+        answer = C.decode(config, batch.targets[0, i:i + 1])[0]
+        assert line.split()[1] == str(i) and line.split()[3] == C.SUBTASKS[batch.subtask[0, i]]
+        assert f"-> {answer}" in line
+    index = C.find_example(batch, 12)
+    assert all((batch.subtask[index, :12] == k).any() for k in range(4))
+    assert not any(all((batch.subtask[j, :12] == k).any() for k in range(4)) for j in range(index))
+    with pytest.raises(ValueError, match="length=3"):
+        C.find_example(batch, 3)
+    cells = C.answer_cells(config, batch, index, 12)
+    where = C.answer_positions(config, batch)[index]
+    assert cells == [(q, int(where[q])) for q in range(12) if batch.subtask[index, q] >= 0]
+    assert C.labelled_tokens(config, batch, index, 3) == [f"{t} {i}" for i, t in enumerate(C.decode(config, batch.tokens[index, :3]))]
+
+
+def test_figures_fit_the_book_and_describe_themselves(monkeypatch):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from mhsa_ref.plotting import MAX_WIDTH_IN
+
+    maps = torch.softmax(torch.randn(2, 8, 10, 10), -1).tril()
+    fig = C.draw_head_grid(maps, list("abcdefghij"), answers=[(3, 2), (5, 0)])
+    assert fig.get_figwidth() <= MAX_WIDTH_IN
+    panels = [ax for ax in fig.axes if ax.get_title().startswith("layer")]
+    assert [ax.get_title() for ax in panels[:2]] == ["layer 1, head 1", "layer 1, head 2"]
+    assert len(panels) == 16 and panels[-1].get_title() == "layer 2, head 8"
+    assert len(panels[0].collections[0].get_offsets()) == 2  # the answers outlined
+    assert [t.get_text() for t in panels[-1].get_xticklabels()] == list("abcdefghij")
+    assert panels[0].get_yticklabels()[3].get_text() == "d 3"
+    plt.close(fig)
+
+    shown = []
+    monkeypatch.setattr("IPython.display.display", shown.append)
+    fig, ax = plt.subplots()
+    C.draw_head_map(ax, maps[0, 0], [f"t {i}" for i in range(10)], "a head", answers=[(1, 0)])
+    C.show_described(fig, 'a map "quoted"')
+    html = shown[0].data
+    assert html.startswith('<img alt="a map &quot;quoted&quot;"') and "data:image/png;base64," in html
+    assert not plt.get_fignums()

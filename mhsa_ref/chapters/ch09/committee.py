@@ -21,8 +21,10 @@ accuracy per sub-task on a held-out batch.
 
 from __future__ import annotations
 
+import numbers
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Callable, NamedTuple
+from typing import Callable, Iterator, NamedTuple
 
 import torch
 import torch.nn.functional as F
@@ -33,7 +35,8 @@ from ..ch06.inspectable import TinyTransformer
 __all__ = ["SUBTASKS", "CommitteeConfig", "Batch", "Vocabulary", "make_batch", "CommitteeModel",
            "loss_on", "evaluate", "train", "heldout_batch", "decode", "answer_positions",
            "attention_mass", "score_ranks", "show_described", "find_example", "labelled_tokens",
-           "draw_head_grid"]
+           "draw_head_grid", "draw_head_map", "answer_cells", "describe_example", "chance_levels",
+           "uniform_mass", "head_roles"]
 
 SUBTASKS: tuple[str, ...] = ("previous", "first", "bracket", "induction")
 OPEN_BRACKETS = ("(", "[", "{")
@@ -68,8 +71,8 @@ class CommitteeConfig:
         if self.seq_len < self.min_len:
             raise ValueError(f"seq_len={self.seq_len} cannot hold the structures of "
                              f"per_subtask={self.per_subtask}: it needs at least {self.min_len}")
-        if not self.lr > 0:
-            raise ValueError(f"lr must be positive, got lr={self.lr}")
+        if isinstance(self.lr, bool) or not isinstance(self.lr, (int, float)) or not self.lr > 0:
+            raise ValueError(f"lr must be a positive number, got lr={self.lr!r}")
 
     @property
     def min_len(self) -> int:
@@ -114,8 +117,9 @@ def make_batch(config: CommitteeConfig, n: int, generator: torch.Generator) -> B
     """
     if not isinstance(generator, torch.Generator):
         raise TypeError(f"generator must be a torch.Generator, got {type(generator).__name__}")
-    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+    if isinstance(n, bool) or not isinstance(n, numbers.Integral) or n < 1:
         raise ValueError(f"n must be a positive int, got n={n!r}")
+    n = int(n)
     voc, k, L = config.vocab, config.per_subtask, config.seq_len
     g = generator
     rows = torch.arange(n).unsqueeze(1)
@@ -191,11 +195,16 @@ class CommitteeModel(nn.Module):
 
     def forward(self, tokens: torch.Tensor) -> torch.Tensor:
         """``tokens`` (n, L) long -> logits (n, L, vocab_size)."""
+        if not isinstance(tokens, torch.Tensor):
+            raise TypeError(f"tokens must be a torch.Tensor (n, L) of token ids, got {type(tokens).__name__}")
         if tokens.dim() != 2 or tokens.dtype != torch.long:
             raise ValueError(f"tokens must be (n, L) long, got shape {tuple(tokens.shape)} dtype {tokens.dtype}")
         L = tokens.shape[1]
         if L > self.config.seq_len:
             raise ValueError(f"tokens has length {L}, more than seq_len={self.config.seq_len}")
+        if tokens.numel() and (tokens.min() < 0 or tokens.max() >= self.config.vocab_size):
+            raise ValueError(f"tokens must be ids in [0, vocab_size={self.config.vocab_size}), "
+                             f"got values from {int(tokens.min())} to {int(tokens.max())}")
         return self.unembed(self.body(tokens, self.causal[:L, :L]))
 
 
@@ -206,15 +215,24 @@ def loss_on(model: CommitteeModel, batch: Batch) -> torch.Tensor:
     return F.cross_entropy(logits[scored], batch.targets[scored])
 
 
-@torch.no_grad()
-def evaluate(model: CommitteeModel, batch: Batch) -> dict:
-    """``{"loss", "accuracy", "per_subtask": {name: accuracy}}`` on ``batch`` (eval mode)."""
+@contextmanager
+def _eval_mode(model: nn.Module) -> Iterator[None]:
+    """Eval mode and no gradients for a measurement; the model's mode is restored after."""
     was_training = model.training
     model.eval()
     try:
-        logits = model(batch.tokens)
+        with torch.no_grad():
+            yield
     finally:
         model.train(was_training)
+
+
+def evaluate(model: CommitteeModel, batch: Batch) -> dict:
+    """``{"loss", "accuracy", "per_subtask": {name: accuracy}}`` on ``batch`` (eval mode).
+
+    A sub-task with no scored position in ``batch`` gets ``nan``."""
+    with _eval_mode(model):
+        logits = model(batch.tokens)
     scored = batch.subtask >= 0
     loss = F.cross_entropy(logits[scored], batch.targets[scored]).item()
     right = logits.argmax(-1) == batch.targets
@@ -278,7 +296,6 @@ def answer_positions(config: CommitteeConfig, batch: Batch) -> torch.Tensor:
     return torch.where(subtask >= 0, out, torch.full_like(out, -1))
 
 
-@torch.no_grad()
 def attention_mass(model: CommitteeModel, batch: Batch) -> dict[str, torch.Tensor]:
     """How much each head attends to where each sub-task's answer is: ``{name: (n_layers, h)}``.
 
@@ -287,8 +304,8 @@ def attention_mass(model: CommitteeModel, batch: Batch) -> dict[str, torch.Tenso
     the previous token over every position i >= 1 (a previous-token head works everywhere,
     not only at ``P``). Uniform attention over i + 1 keys would give 1 / (i + 1).
     """
-    model.eval()
-    model(batch.tokens)
+    with _eval_mode(model):
+        model(batch.tokens)
     maps = torch.stack(model.body.attention_maps())  # (layers, n, h, L, L)
     source = answer_positions(model.config, batch)
     by_position = maps.permute(1, 3, 4, 0, 2)  # (n, query, key, layers, h)
@@ -301,28 +318,27 @@ def attention_mass(model: CommitteeModel, batch: Batch) -> dict[str, torch.Tenso
     return out
 
 
-@torch.no_grad()
 def score_ranks(model: CommitteeModel, tokens: torch.Tensor, rtol: float = 1e-4) -> torch.Tensor:
     """(n_layers, h) float: the numerical rank of each head's score matrix Q_h K_hᵀ (L, L),
     averaged over the sequences in ``tokens``. Q_h and K_h are (L, d_h), so the rank is at most
     min(d_h, L): the low-rank bottleneck of Bhojanapalli et al. (2020); input rows that repeat
     (the same token at positions the model hardly tells apart) lower it. Computed in float64;
     singular values below ``rtol`` times the largest count as zero."""
-    model.eval()
     inputs: list[torch.Tensor] = []
     hooks = [block.attn.register_forward_pre_hook(lambda _m, args: inputs.append(args[0]))
              for block in model.body.blocks]
-    try:
-        model(tokens)
-    finally:
-        for hook in hooks:
-            hook.remove()
     ranks = []
-    for block, x in zip(model.body.blocks, inputs):
-        attn = block.attn
-        q, k = attn._split(attn.W_q(x)), attn._split(attn.W_k(x))  # (n, h, L, d_h)
-        scores = (q.double() @ k.double().transpose(-2, -1))
-        ranks.append(torch.linalg.matrix_rank(scores, rtol=rtol).double().mean(dim=0))
+    with _eval_mode(model):
+        try:
+            model(tokens)
+        finally:
+            for hook in hooks:
+                hook.remove()
+        for block, x in zip(model.body.blocks, inputs):
+            attn = block.attn
+            q, k = attn._split(attn.W_q(x)), attn._split(attn.W_k(x))  # (n, h, L, d_h)
+            scores = q.double() @ k.double().transpose(-2, -1)
+            ranks.append(torch.linalg.matrix_rank(scores, rtol=rtol).double().mean(dim=0))
     return torch.stack(ranks)
 
 
@@ -363,29 +379,113 @@ def labelled_tokens(config: CommitteeConfig, batch: Batch, index: int, length: i
     return [f"{name} {i}" for i, name in enumerate(names)]
 
 
-def draw_head_grid(maps: torch.Tensor, labels: list[str], *, columns: int = 4, panel_in: float = 1.7):
+def _mark_answers(ax, answers: list[tuple[int, int]] | None) -> None:
+    """Outline the (query, key) cells where a scored query's answer is."""
+    if answers:
+        ax.scatter([k for _, k in answers], [q for q, _ in answers], marker="s", s=60,
+                   facecolors="none", edgecolors="#D55E00", linewidths=1.5)
+
+
+def answer_cells(config: CommitteeConfig, batch: Batch, index: int, length: int | None = None) -> list[tuple[int, int]]:
+    """(query, key) pairs of one sequence: each scored position and where its answer is."""
+    where = answer_positions(config, batch)[index, :length]
+    return [(q, int(k)) for q, k in enumerate(where) if k >= 0]
+
+
+def draw_head_map(ax, weights: torch.Tensor, labels: list[str], title: str,
+                  answers: list[tuple[int, int]] | None = None):
+    """One head's (L, L) map with the tokens on both axes and the answers outlined."""
+    from ...plotting import attention_heatmap
+
+    attention_heatmap(weights.detach().cpu().numpy(), labels, labels, title, ax=ax, annotate=False)
+    _mark_answers(ax, answers)
+    return ax
+
+
+def draw_head_grid(maps: torch.Tensor, tokens: list[str], *, answers: list[tuple[int, int]] | None = None,
+                   columns: int = 4):
     """A grid of attention maps, one panel per (layer, head): ``maps`` (layers, h, L, L).
 
-    Rows of panels go layer by layer, ``columns`` heads per row; tick labels (the tokens) on
-    the outer panels only; one shared colour bar. Returns the figure."""
+    Rows of panels go layer by layer, ``columns`` heads per row, in the book's 7-inch column;
+    the tokens label the outer panels (keys by name, queries by name and position); one
+    shared colour bar; ``answers`` outlined in every panel. Returns the figure."""
     import matplotlib.pyplot as plt
 
-    from ...plotting import CMAP, COLORBAR_LABEL
+    from ...plotting import CMAP, COLORBAR_LABEL, MAX_WIDTH_IN
 
     maps = maps.detach().cpu()
     layers, h, L, _ = maps.shape
     rows = layers * -(-h // columns)
-    fig, axes = plt.subplots(rows, columns, figsize=(columns * panel_in + 0.9, rows * panel_in + 0.6),
-                             squeeze=False, layout="constrained")
+    fig, axes = plt.subplots(rows, columns, figsize=(MAX_WIDTH_IN, 1.55 * rows + 0.9), squeeze=False,
+                             sharex=True, sharey=True, layout="constrained")
     for layer in range(layers):
         for head in range(h):
             r, c = layer * -(-h // columns) + head // columns, head % columns
             ax = axes[r, c]
             image = ax.imshow(maps[layer, head].numpy(), cmap=CMAP, vmin=0.0, vmax=1.0)
             ax.set_title(f"layer {layer + 1}, head {head + 1}", fontsize=10)
-            ax.set_xticks(range(L), labels if r == rows - 1 else [], rotation=90)
-            ax.set_yticks(range(L), labels if c == 0 else [])
+            _mark_answers(ax, answers)
+    # single characters fit under a small panel unrotated; the rows also say the position
+    axes[0, 0].set_xticks(range(L), tokens)
+    axes[0, 0].set_yticks(range(L), [f"{t} {i}" for i, t in enumerate(tokens)])
     fig.colorbar(image, ax=axes, label=COLORBAR_LABEL, shrink=0.6)
-    fig.supxlabel("key: the token attended to (token, position)")
-    fig.supylabel("query: the token attending")
+    fig.supxlabel("key: the token attended to")
+    fig.supylabel("query: the token attending (token, position)")
     return fig
+
+
+def describe_example(config: CommitteeConfig, batch: Batch, index: int) -> str:
+    """One sequence of the task in words: its tokens, then each scored position, its sub-task
+    and its answer, and where the answer is read from."""
+    tokens = decode(config, batch.tokens[index])
+    where = answer_positions(config, batch)[index]
+    lines = [f"sequence ({len(tokens)} tokens): " + " ".join(tokens), "scored positions:"]
+    for i, s in enumerate(batch.subtask[index].tolist()):
+        if s < 0:
+            continue
+        answer = decode(config, batch.targets[index, i:i + 1])[0]
+        source = int(where[i])
+        lines.append(f"  position {i:2d}  {tokens[i]}  {SUBTASKS[s]:9s} -> {answer}"
+                     f"   (read at position {source}: {tokens[source]})")
+    return "\n".join(lines)
+
+
+def chance_levels(config: CommitteeConfig) -> dict[str, float]:
+    """The accuracy of guessing uniformly among the answers a sub-task allows: a content token
+    other than the induction keys (previous, first, induction) or a bracket type."""
+    content = 1 / (config.n_content - config.per_subtask)
+    return {"previous": content, "first": content, "bracket": 1 / len(OPEN_BRACKETS), "induction": content}
+
+
+def uniform_mass(batch: Batch) -> dict[str, float]:
+    """What ``attention_mass`` would be for a head that spreads its attention evenly: the mean
+    of 1 / (i + 1) over each sub-task's scored positions i (query i sees i + 1 keys)."""
+    pos = torch.arange(batch.subtask.shape[1], dtype=torch.float64).expand_as(batch.subtask)
+    out = {name: (1 / (pos[batch.subtask == i] + 1)).mean().item() for i, name in enumerate(SUBTASKS)}
+    out["previous, everywhere"] = (1 / (pos[:, 1:] + 1)).mean().item()
+    return out
+
+
+def head_roles(mass: dict[str, torch.Tensor], sharp: float = 0.8, half: float = 0.5) -> dict[str, list[str]]:
+    """Sort heads by ``attention_mass`` over the sub-tasks (``SUBTASKS`` keys only).
+
+    A **specialist** puts at least ``sharp`` of its weight on one sub-task's answer and less
+    than ``half`` on every other's; a **generalist** puts at least ``half`` on the answers of
+    two sub-tasks or more; every other head is **unnamed**. Returns
+    ``{"specialist": [...], "generalist": [...], "unnamed": [...]}``, each head written as
+    ``"layer 1, head 2: first 94%"`` (layers and heads counted from 1)."""
+    table = torch.stack([mass[name] for name in SUBTASKS], dim=-1)  # (layers, h, sub-tasks)
+    roles: dict[str, list[str]] = {"specialist": [], "generalist": [], "unnamed": []}
+    for layer in range(table.shape[0]):
+        for head in range(table.shape[1]):
+            w = table[layer, head]
+            strong = [i for i in range(len(SUBTASKS)) if w[i] >= half]
+            if len(strong) == 1 and w[strong[0]] >= sharp:
+                role = "specialist"
+            elif len(strong) >= 2:
+                role = "generalist"
+            else:
+                role, strong = "unnamed", [int(w.argmax())]
+            what = ", ".join(f"{SUBTASKS[i]} {w[i]:.0%}" for i in strong)
+            roles[role].append(f"layer {layer + 1}, head {head + 1}: {what}")
+    return roles
