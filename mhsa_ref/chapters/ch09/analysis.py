@@ -9,7 +9,8 @@ measurement from this module:
   (Kornblith et al. 2019); ``agglomerative_order`` orders the heads so that alike heads sit
   side by side in a heatmap.
 - **Does a head matter?** ``ablation_deltas``: the loss with one head switched off (its gate
-  ξ_h = 0) minus the loss with all heads on.
+  ξ_h = 0) minus the loss with all heads on; ``pair_ablation_deltas``: two heads together,
+  which tells alike heads (high CKA) from redundant ones (each covers for the other).
 - **How much, to first order?** ``head_importance`` (Michel, Levy & Neubig 2019):
   I_h = E_x |∂L(x)/∂ξ_h| at ξ = 1, normalised per layer by its l2 norm.
 - **How many heads does the task need?** ``pruning_curve`` switches heads off one after
@@ -17,8 +18,9 @@ measurement from this module:
 
 Every function works on a model that is a ``TinyTransformer`` (chapter 06's inspectable model)
 or holds one as ``.body`` (chapter 09's ``CommitteeModel``). The gates are put back as they
-were after every measurement; nothing else of the model is changed. The CKA function is an
-argument (the chapter passes the learner's ``linear_cka``); it defaults to the reference.
+were after every measurement, and no parameter is changed. The CKA function is an argument
+(the chapter passes the learner's ``linear_cka``); it defaults to the reference. The
+``plot_*`` helpers draw the section's figures from these numbers.
 """
 
 from __future__ import annotations
@@ -46,6 +48,10 @@ __all__ = [
     "pruning_curve",
     "area_under_curve",
     "total_penalty",
+    "plot_cka_heatmaps",
+    "plot_ablation",
+    "plot_pruning_curves",
+    "plot_seed_comparison",
 ]
 
 # What a head's "representation" is; these answer different questions (section 9.3).
