@@ -480,7 +480,7 @@ def test_cka_heatmaps_show_the_matrix_in_clustered_order_with_the_heads_names(bo
     fig = an.plot_cka_heatmaps([S, S], ["layer 0", "layer 1"], ncols=2)
     assert_readable(fig)
     ax = fig.axes[0]
-    order = [int(t.get_text()) for t in ax.get_xticklabels()]
+    order = [int(t.get_text()) - 1 for t in ax.get_xticklabels()]  # labels count heads from 1
     assert order == an.agglomerative_order(S)
     np.testing.assert_allclose(ax.images[0].get_array(), S[np.ix_(order, order)])
     with pytest.raises(ValueError, match="titles"):
@@ -492,6 +492,7 @@ def test_ablation_pruning_and_seed_figures_draw_the_given_numbers(book_style):
     fig = an.plot_ablation(deltas, np.ones((2, 4)), title="ablation")
     assert_readable(fig)
     np.testing.assert_allclose([p.get_height() for p in fig.axes[0].patches], deltas.reshape(-1))
+    assert [t.get_text() for t in fig.axes[0].get_xticklabels()][:2] == ["1.1", "1.2"]
     curve = {"removed": np.arange(3), "accuracy": np.array([1.0, 0.5, 0.0])}
     other = {"removed": np.arange(3), "accuracy": np.array([1.0, 0.7, 0.2])}
     ax = an.plot_pruning_curves({"importance": curve, "random": [curve, other]}, title="pruning")
@@ -501,6 +502,7 @@ def test_ablation_pruning_and_seed_figures_draw_the_given_numbers(book_style):
                                   title="seeds")
     assert_readable(fig)
     np.testing.assert_allclose([p.get_height() for p in fig.axes[0].patches], [0.6, 0.6])
+    assert [t.get_text() for t in fig.legends[0].get_texts()] == ["off", "on"]
 
 
 # ------------------------------------------------------------------- chapter 09's own model

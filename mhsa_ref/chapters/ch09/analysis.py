@@ -441,7 +441,8 @@ def plot_cka_heatmaps(matrices: Sequence[np.ndarray], titles: Sequence[str], nco
                       cluster: bool = True, suptitle: str | None = None):
     """One (h, h) CKA heatmap per matrix, rows and columns in ``agglomerative_order`` if ``cluster``.
 
-    Tick labels are the heads' own indices, so a reordered heatmap still names its heads.
+    Tick labels are the heads' own numbers, counted from 1 as the chapter's figures count them,
+    so a reordered heatmap still names its heads.
     Returns the figure.
     """
     import matplotlib.pyplot as plt
@@ -457,8 +458,8 @@ def plot_cka_heatmaps(matrices: Sequence[np.ndarray], titles: Sequence[str], nco
         M = np.asarray(M)
         order = agglomerative_order(M) if cluster else list(range(M.shape[0]))
         image = ax.imshow(M[np.ix_(order, order)], cmap=CMAP, vmin=0.0, vmax=1.0)
-        ax.set_xticks(range(len(order)), [str(i) for i in order])
-        ax.set_yticks(range(len(order)), [str(i) for i in order])
+        ax.set_xticks(range(len(order)), [str(i + 1) for i in order])  # heads counted from 1, as in 9.2
+        ax.set_yticks(range(len(order)), [str(i + 1) for i in order])
         ax.set_xlabel("head" + (" (clustered order)" if cluster else ""))
         ax.set_ylabel("head")
         ax.set_title(title)
@@ -471,7 +472,10 @@ def plot_cka_heatmaps(matrices: Sequence[np.ndarray], titles: Sequence[str], nco
 
 
 def plot_ablation(deltas: np.ndarray, importance: np.ndarray | None = None, title: str = ""):
-    """Bars of each head's single-head ablation Δloss, grouped by layer; importance as dots beside them."""
+    """Bars of each head's single-head ablation Δloss, grouped by layer; importance as dots beside them.
+
+    Heads are labelled ``layer.head``, both counted from 1 as the chapter's figures count them.
+    """
     import matplotlib.pyplot as plt
 
     from ...plotting import MAX_WIDTH_IN
@@ -482,7 +486,7 @@ def plot_ablation(deltas: np.ndarray, importance: np.ndarray | None = None, titl
     x = np.arange(n_layers * h) + np.repeat(np.arange(n_layers), h)  # a gap between layers
     ax.bar(x, deltas.reshape(-1), color=[f"C{layer}" for layer in range(n_layers) for _ in range(h)])
     ax.axhline(0.0, color="black", linewidth=0.8)
-    ax.set_xticks(x, [f"{layer}.{head}" for layer in range(n_layers) for head in range(h)], rotation=90)
+    ax.set_xticks(x, [f"{layer + 1}.{head + 1}" for layer in range(n_layers) for head in range(h)], rotation=90)
     ax.set_xlabel("head (layer.head)")
     ax.set_ylabel("Δ loss when removed alone (nats)")
     if importance is not None:
@@ -530,14 +534,15 @@ def plot_seed_comparison(results: dict[str, dict[str, Sequence[float]]], metrics
     from ...plotting import MAX_WIDTH_IN
 
     conditions = list(results)
-    fig, axes = plt.subplots(1, len(metrics), figsize=(MAX_WIDTH_IN, 3.2), layout="constrained", squeeze=False)
+    fig, axes = plt.subplots(1, len(metrics), figsize=(MAX_WIDTH_IN, 3.4), layout="constrained", squeeze=False)
     for ax, (metric, label) in zip(axes[0], metrics):
         for k, cond in enumerate(conditions):
             values = np.asarray(results[cond][metric], dtype=float)
-            ax.bar(k, values.mean(), color=f"C{k}", alpha=0.35, width=0.6)
+            ax.bar(k, values.mean(), color=f"C{k}", alpha=0.35, width=0.6, label=cond)
             ax.plot(np.full(values.shape, k), values, "o", color=f"C{k}")
-        ax.set_xticks(range(len(conditions)), conditions)
+        ax.set_xticks([])  # the conditions are named once, in the legend: narrow panels have no room
         ax.set_ylabel(label)
+    fig.legend(*axes[0, 0].get_legend_handles_labels(), loc="outside lower center", ncols=len(conditions))
     if title:
         fig.suptitle(title)
     return fig
