@@ -485,6 +485,11 @@ def test_cka_heatmaps_show_the_matrix_in_clustered_order_with_the_heads_names(bo
     np.testing.assert_allclose(ax.images[0].get_array(), S[np.ix_(order, order)])
     with pytest.raises(ValueError, match="titles"):
         an.plot_cka_heatmaps([S], ["a", "b"])
+    broken = S.copy()
+    broken[0, 1] = broken[1, 0] = np.nan  # a learner's CKA that divides by zero still gets its figure
+    fig = an.plot_cka_heatmaps([broken], ["layer 1"], ncols=1)
+    assert "non-finite" in fig.axes[0].get_title()
+    assert [t.get_text() for t in fig.axes[0].get_xticklabels()] == ["1", "2", "3", "4", "5"]
 
 
 def test_ablation_pruning_and_seed_figures_draw_the_given_numbers(book_style):

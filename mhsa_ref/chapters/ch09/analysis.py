@@ -455,12 +455,15 @@ def plot_cka_heatmaps(matrices: Sequence[np.ndarray], titles: Sequence[str], nco
     fig, axes = plt.subplots(nrows, ncols, figsize=(MAX_WIDTH_IN, 3.1 * nrows + 0.6),
                              layout="constrained", squeeze=False)
     for ax, M, title in zip(axes.flat, matrices, titles):
-        M = np.asarray(M)
-        order = agglomerative_order(M) if cluster else list(range(M.shape[0]))
+        M = np.asarray(M, dtype=np.float64)
+        ordered = cluster and bool(np.all(np.isfinite(M)))  # a CKA that gave NaN is shown, unordered
+        order = agglomerative_order(M) if ordered else list(range(M.shape[0]))
+        if cluster and not ordered:
+            title += " (not ordered: non-finite CKA)"
         image = ax.imshow(M[np.ix_(order, order)], cmap=CMAP, vmin=0.0, vmax=1.0)
         ax.set_xticks(range(len(order)), [str(i + 1) for i in order])  # heads counted from 1, as in 9.2
         ax.set_yticks(range(len(order)), [str(i + 1) for i in order])
-        ax.set_xlabel("head" + (" (clustered order)" if cluster else ""))
+        ax.set_xlabel("head" + (" (clustered order)" if ordered else ""))
         ax.set_ylabel("head")
         ax.set_title(title)
     for ax in axes.flat[len(matrices):]:
