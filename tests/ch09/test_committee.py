@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from mhsa_ref.chapters.ch06.inspectable import TinyTransformer
 from mhsa_ref.chapters.ch09 import committee as C
@@ -70,6 +72,23 @@ def test_every_scored_position_has_one_answer_that_a_plain_loop_finds():
                 assert y < voc.n_content
 
 
+@settings(max_examples=40, deadline=None)
+@given(k=st.integers(1, 3), extra_content=st.integers(0, 6), extra_len=st.integers(0, 8),
+       seed=st.integers(0, 2**31))
+def test_any_valid_config_gives_sequences_the_plain_loop_agrees_with(k, extra_content, extra_len, seed):
+    """Tight and loose configurations alike (no filler left, a single spare content token)."""
+    config = C.CommitteeConfig(per_subtask=k, n_content=2 * k + 2 + extra_content,
+                               seq_len=1 + 10 * k + extra_len)
+    batch = _batch(config, n=8, seed=seed)
+    assert batch.tokens.shape == (8, config.seq_len)
+    assert int(batch.tokens.min()) >= 0 and int(batch.tokens.max()) < config.vocab_size
+    for tokens, targets, subtask in zip(*(t.tolist() for t in batch)):
+        kinds, answers = _oracle(config, tokens, {i for i, s in enumerate(subtask) if s == 3})
+        assert subtask == kinds
+        assert [subtask.count(i) for i in range(4)] == [k] * 4
+        assert all(y == a for s, y, a in zip(subtask, targets, answers) if s >= 0)
+
+
 def test_batches_are_seeded_and_vary():
     a, b, c = _batch(seed=3), _batch(seed=3), _batch(seed=4)
     for x, y in zip(a, b):
@@ -90,6 +109,15 @@ def test_answer_positions_point_at_the_answer():
     read = batch.tokens[rows, where[rows, cols]]
     # the bracket's answer is the open bracket itself; every other answer is the token there
     assert torch.equal(read, batch.targets[rows, cols])
+
+
+def test_answer_positions_refuses_a_scored_position_without_an_answer():
+    tokens = torch.tensor([[0, 1, 2, 3]])
+    for kind, at in ((0, 0), (2, 3), (3, 2)):  # previous at 0; a close with no open; a first occurrence
+        subtask = torch.full((1, 4), -1)
+        subtask[0, at] = kind
+        with pytest.raises(ValueError, match=f"position {at} of sequence 0 as '{C.SUBTASKS[kind]}'"):
+            C.answer_positions(SMALL, C.Batch(tokens, torch.zeros_like(tokens), subtask))
 
 
 def test_bad_arguments_are_named():
@@ -116,6 +144,10 @@ def test_bad_arguments_are_named():
         model([[0, 1]])
     with pytest.raises(ValueError, match="lr"):
         C.CommitteeConfig(lr="fast")
+    with pytest.raises(ValueError, match="seed=-1"):
+        C.train(SMALL, seed=-1)
+    with pytest.raises(TypeError, match="penalty"):
+        C.train(SMALL, seed=0, penalty=0.1)
     import numpy as np
 
     assert C.make_batch(SMALL, np.int64(3), torch.Generator()).tokens.shape[0] == 3

@@ -17,6 +17,11 @@ content token seen once before), so the sub-task of each scored position is unam
 ``CommitteeModel`` is chapter 06's ``TinyTransformer`` (its ``body``) with a causal mask and an
 unembedding; ``train`` trains it with Adam on fresh seeded batches; ``evaluate`` reports the
 accuracy per sub-task on a held-out batch.
+
+Measurements for sections 9.2 and 9.6: ``attention_mass`` (each head's weight on where each
+sub-task's answer is, against ``uniform_mass``), ``head_roles`` (specialists, generalists),
+``score_ranks`` (the rank of each head's Q_h K_hᵀ, at most min(d_h, L)). Drawing and printing:
+``draw_head_grid``, ``draw_head_map``, ``show_described``, ``describe_example``.
 """
 
 from __future__ import annotations
@@ -250,6 +255,11 @@ def train(config: CommitteeConfig, seed: int, *, penalty: Callable | None = None
     ``history``: ``step``, ``loss`` (task loss) and ``penalty`` (the unweighted penalty sum)
     every 10 steps. The caller's global torch random state is left as it was.
     """
+    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
+        raise ValueError(f"seed must be a non-negative int, got seed={seed!r}")
+    if penalty is not None and not callable(penalty):
+        raise TypeError(f"penalty must be a function penalty(W, num_heads), got {type(penalty).__name__}")
+    seed = int(seed)
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         model = CommitteeModel(config)
@@ -291,8 +301,15 @@ def answer_positions(config: CommitteeConfig, batch: Batch) -> torch.Tensor:
     earlier = (tokens.unsqueeze(2) == tokens.unsqueeze(1)) & (pos.unsqueeze(2) > pos.unsqueeze(1))
     # the latest earlier occurrence (-1 when none), then the token after it
     occurrence = torch.where(earlier, pos.unsqueeze(1), torch.full_like(earlier, -1, dtype=torch.long)).amax(dim=2)
-    answer = torch.stack([pos - 1, torch.zeros_like(pos), last_open, occurrence + 1])  # (4, n, L)
+    # -1 where the relation finds nothing (no earlier occurrence, no open bracket, position 0)
+    answer = torch.stack([pos - 1, torch.zeros_like(pos), last_open,
+                          torch.where(occurrence >= 0, occurrence + 1, -1)])  # (4, n, L)
     out = answer.gather(0, subtask.clamp_min(0).unsqueeze(0)).squeeze(0)
+    bad = (subtask >= 0) & (out < 0)
+    if bad.any():
+        row, col = (int(i) for i in torch.nonzero(bad)[0])
+        raise ValueError(f"batch.subtask scores position {col} of sequence {row} as "
+                         f"{SUBTASKS[int(subtask[row, col])]!r}, but its tokens hold no answer for it")
     return torch.where(subtask >= 0, out, torch.full_like(out, -1))
 
 
