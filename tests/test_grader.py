@@ -683,8 +683,9 @@ def recomputed_attention(q, k, v, causal=False):
 
 
 def test_chapter_09_float_answers_and_penalty_gradients_are_graded_in_the_sandbox(tmp_path):
-    """CKA's Python float and the penalty's gradient cross the sandbox through the harnesses that
-    check uses; a penalty cut from columns and a CKA without centring are named there too."""
+    """CKA's Python float, the penalty's gradient and the entropy's tensor cross the sandbox through
+    the harnesses that check uses; a CKA without centring, a penalty cut from columns and an
+    entropy in bits are named there too."""
     pytest.importorskip("torch")
     code = """
 import numpy as np
@@ -708,19 +709,31 @@ def orthogonality_penalty(W, num_heads):
             total = total + ((cols[i].T @ cols[j]) ** 2).sum()
     return total
 """
-    path = save(notebook(code, chapter="09"), tmp_path / "09_committee.ipynb")
+    in_bits = """
+
+@exercise
+def attention_entropy(weights):
+    rows = -torch.special.xlogy(weights, weights).sum(-1) / np.log(2)
+    live = (weights != 0).any(-1)
+    return (rows * live).sum((0, 2)) / live.sum((0, 2))
+"""
+    path = save(notebook(code + in_bits, chapter="09"), tmp_path / "09_committee.ipynb")
     result = grade_notebook(path, "s", seed=5, limits=Limits(timeout_s=60))
     got = {v.id: v for v in result.exercises}
     cka, penalty = got["09.linear_cka"], got["09.orthogonality_penalty"]
     assert (cka.status, cka.misconception) == ("failed", "cka-not-centred"), cka.feedback
     assert (penalty.status, penalty.misconception) == ("failed", "penalty-heads-from-columns"), penalty.feedback
+    entropy = got["09.attention_entropy"]
+    assert (entropy.status, entropy.misconception) == ("failed", "entropy-in-bits"), entropy.feedback
     fixed = code.replace("K, L = X @ X.T, Y @ Y.T  # no centring",
                          "X, Y = X - X.mean(0), Y - Y.mean(0)\n    K, L = X @ X.T, Y @ Y.T").replace(
         "d_h = W.shape[1] // num_heads\n    cols = [W[:, i * d_h:(i + 1) * d_h]",
         "d_h = W.shape[0] // num_heads\n    cols = [W[i * d_h:(i + 1) * d_h].T")
     path = save(notebook(fixed, chapter="09"), tmp_path / "fixed" / "09_committee.ipynb")
     result = grade_notebook(path, "s", seed=5, limits=Limits(timeout_s=60))
-    assert [v.status for v in result.exercises] == ["passed", "passed"], [v.feedback for v in result.exercises]
+    statuses = {v.id: v.status for v in result.exercises}
+    assert statuses == {"09.linear_cka": "passed", "09.orthogonality_penalty": "passed",
+                        "09.attention_entropy": "missing"}, [v.feedback for v in result.exercises]
 
 
 # =============================================================================================

@@ -21,7 +21,8 @@ from .learners import AE, CKA, OP, ae_masked_mean, cka_einsum_features, op_loop_
 # linear_cka through run_float
 
 
-@pytest.mark.parametrize("convert", [float, np.float64, lambda v: np.array(v)], ids=["float", "np.float64", "0-d array"])
+@pytest.mark.parametrize("convert", [float, np.float64, lambda v: np.array(v)],
+                         ids=["float", "np.float64", "0-d array"])
 def test_a_float_in_any_float64_form_passes(convert):
     v = evaluate(lambda X, Y: convert(cka_einsum_features(X, Y)), CKA)
     assert v.passed, format_verdict(v)
@@ -172,3 +173,22 @@ def test_entropy_cases_hold_zeros_masked_rows_and_uneven_lengths():
 def test_an_entropy_without_its_minus_sign_gets_the_range_hint():
     v = evaluate(lambda weights: -ae_masked_mean(weights), AE)
     assert v.status == "failed" and "Mind the minus sign" in v.feedback, v.feedback
+
+
+# --------------------------------------------------------------------------------------------
+# The statements: what to compute in sight, how in the collapsed hints
+
+
+@pytest.mark.parametrize("exercise_id, giveaways", [
+    (CKA, ["Y_c^\\top X_c", "mean(axis=0)", "np.linalg.norm"]),
+    (OP, ["reshape(", "triu", "W W^\\top"]),
+    ("09.attention_entropy", ["xlogy", "dim=(0, 2)"]),
+])
+def test_statements_ask_for_the_result_and_keep_the_how_in_hints(exercise_id, giveaways):
+    from tests.exercise_statements import hints, statement, visible
+
+    text = statement("09", exercise_id)
+    for giveaway in giveaways:
+        assert giveaway not in visible(text), f"{exercise_id}'s statement gives away {giveaway!r}"
+        assert any(giveaway in hint for hint in hints(text)), f"{exercise_id}: no hint says {giveaway!r}"
+    assert len(hints(text)) >= 2 and "{dropdown}" not in text

@@ -118,7 +118,8 @@ def _cka_variant(kind: str):
         if kind == "features-trace":
             return float(np.trace(Xc.T @ Yc) / (fro(Xc) * fro(Yc)))
         if kind == "debiased":
-            return float(_hsic1(Xc @ Xc.T, Yc @ Yc.T) / np.sqrt(_hsic1(Xc @ Xc.T, Xc @ Xc.T) * _hsic1(Yc @ Yc.T, Yc @ Yc.T)))
+            K, L = Xc @ Xc.T, Yc @ Yc.T
+            return float(_hsic1(K, L) / np.sqrt(_hsic1(K, K) * _hsic1(L, L)))
         return float(fro(Yc.T @ Xc) ** 2 / (fro(Xc.T @ Xc) * fro(Yc.T @ Yc)))
 
     linear_cka.__name__ = f"linear_cka_{kind.replace('-', '_')}"
