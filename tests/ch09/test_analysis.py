@@ -145,6 +145,8 @@ def test_feature_errors_name_the_argument():
         an.head_features(model, tokens, 2)
     with pytest.raises(ValueError, match="positions"):
         an.head_features(model, tokens, 0, positions=torch.ones(2, L - 1, dtype=torch.bool))
+    with pytest.raises(ValueError, match="bool"):
+        an.head_features(model, tokens, 0, positions=torch.ones(2, L, dtype=torch.long))
     with pytest.raises(TypeError, match="TinyTransformer"):
         an.head_features(nn.Linear(2, 2), tokens, 0)
 

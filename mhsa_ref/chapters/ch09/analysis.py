@@ -126,9 +126,10 @@ def head_features(
         raise ValueError(f"representation must be one of {REPRESENTATIONS}, got {representation!r}")
     body = body_of(model)
     _check_layer(body, layer)
-    if positions is not None and positions.shape != tokens.shape[:2]:
-        raise ValueError(f"positions has shape {tuple(positions.shape)}, expected tokens' (B, L) = "
-                         f"{tuple(tokens.shape[:2])}")
+    if positions is not None and (positions.dtype != torch.bool or positions.shape != tokens.shape[:2]):
+        # a 0/1 integer mask would index rows instead of selecting them: refuse it
+        raise ValueError(f"positions must be a bool tensor of tokens' shape (B, L) = {tuple(tokens.shape[:2])}, "
+                         f"got {positions.dtype} of shape {tuple(positions.shape)}")
     with torch.no_grad():
         model(tokens)
     kept = body.head_outputs()[layer] if representation == "outputs" else body.attention_maps()[layer]
