@@ -1,0 +1,552 @@
+"""Measuring a committee of heads: how alike they are, how much each matters, how many can go.
+
+Chapter 09's sections 9.3-9.5 ask four questions of a trained model and answer each with a
+measurement from this module:
+
+- **Do heads differ?** ``head_features`` takes, for one layer, each head's representation of
+  the same n token positions: its output ``z_h`` (n, d_h) before ``W_o``, or its attention row
+  over the keys (n, L). ``cka_matrix`` compares every pair of heads with linear CKA
+  (Kornblith et al. 2019); ``agglomerative_order`` orders the heads so that alike heads sit
+  side by side in a heatmap.
+- **Does a head matter?** ``ablation_deltas``: the loss with one head switched off (its gate
+  ξ_h = 0) minus the loss with all heads on; ``pair_ablation_deltas``: two heads together,
+  which tells alike heads (high CKA) from redundant ones (each covers for the other).
+- **How much, to first order?** ``head_importance`` (Michel, Levy & Neubig 2019):
+  I_h = E_x |∂L(x)/∂ξ_h| at ξ = 1, normalised per layer by its l2 norm.
+- **How many heads does the task need?** ``pruning_curve`` switches heads off one after
+  another in a given order and evaluates after each; ``area_under_curve`` sums it up.
+
+Every function works on a model that is a ``TinyTransformer`` (chapter 06's inspectable model)
+or holds one as ``.body`` (chapter 09's ``CommitteeModel``). The gates are put back as they
+were after every measurement, and no parameter is changed. The CKA function is an argument
+(the chapter passes the learner's ``linear_cka``); it defaults to the reference. The
+``plot_*`` helpers draw the section's figures from these numbers.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Iterable, Sequence
+
+import numpy as np
+import torch
+from torch import nn
+
+__all__ = [
+    "REPRESENTATIONS",
+    "body_of",
+    "head_features",
+    "cka_matrix",
+    "model_cka_matrices",
+    "mean_off_diagonal",
+    "agglomerative_order",
+    "clusters_at",
+    "ablation_deltas",
+    "pair_ablation_deltas",
+    "head_importance",
+    "order_by",
+    "random_order",
+    "pruning_curve",
+    "area_under_curve",
+    "total_penalty",
+    "plot_cka_heatmaps",
+    "plot_ablation",
+    "plot_pruning_curves",
+    "plot_seed_comparison",
+]
+
+# What a head's "representation" is; these answer different questions (section 9.3).
+REPRESENTATIONS = ("outputs", "maps")
+
+CKA = Callable[[np.ndarray, np.ndarray], float]
+LossFn = Callable[[nn.Module, object], torch.Tensor]
+
+
+def _reference_cka() -> CKA:
+    from .reference import linear_cka  # chapter 09's reference (NumPy, float64)
+
+    return linear_cka
+
+
+def body_of(model: nn.Module) -> nn.Module:
+    """The ``TinyTransformer`` inside ``model`` (``model.body``), or ``model`` itself."""
+    body = getattr(model, "body", model)
+    if not (hasattr(body, "head_gates") and hasattr(body, "head_outputs")):
+        raise TypeError(f"model must be a TinyTransformer or hold one as .body, got {type(model).__name__}")
+    return body
+
+
+class _Gates:
+    """Context manager: set head gates for a measurement, put the old ones back afterwards."""
+
+    def __init__(self, body: nn.Module) -> None:
+        self.body = body
+
+    def __enter__(self) -> torch.Tensor:
+        self.saved = self.body.head_gates.detach().clone()
+        self.requires_grad = self.body.head_gates.requires_grad
+        return self.body.head_gates
+
+    def __exit__(self, *exc) -> None:
+        with torch.no_grad():
+            self.body.head_gates.copy_(self.saved)
+        self.body.head_gates.requires_grad_(self.requires_grad)
+        # Leave no autograd graph behind: the kept maps and gate views of a forward with
+        # gradients would pin it in memory (and make copy.deepcopy(model) fail).
+        for block in self.body.blocks:
+            attn = block.attn
+            attn.gate = None  # forward sets it again from head_gates
+            for name in ("weights", "head_outputs"):
+                if getattr(attn, name, None) is not None:
+                    setattr(attn, name, getattr(attn, name).detach())
+
+
+def _check_layer(body: nn.Module, layer: int) -> None:
+    n_layers = body.head_gates.shape[0]
+    if not 0 <= layer < n_layers:
+        raise ValueError(f"layer={layer} is out of range for a model with n_layers={n_layers}")
+
+
+def head_features(
+    model: nn.Module,
+    tokens: torch.Tensor,
+    layer: int,
+    representation: str = "outputs",
+    positions: torch.Tensor | None = None,
+) -> list[np.ndarray]:
+    """Each head's representation of the same n token positions, one float64 array per head.
+
+    ``tokens`` (B, L) is run through ``model`` once (no gradients, gates as they are).
+    ``representation="outputs"``: head h's output before ``W_o``, rows ``z_h`` of shape (n, d_h)
+    (ungated: what the head computes, whether or not it is switched off).
+    ``representation="maps"``: head h's attention row over the L keys, shape (n, L).
+    ``positions`` (B, L) bool keeps only those positions (e.g. the scored ones); n = B * L
+    without it.
+    """
+    if representation not in REPRESENTATIONS:
+        raise ValueError(f"representation must be one of {REPRESENTATIONS}, got {representation!r}")
+    body = body_of(model)
+    _check_layer(body, layer)
+    if positions is not None and (positions.dtype != torch.bool or positions.shape != tokens.shape[:2]):
+        # a 0/1 integer mask would index rows instead of selecting them: refuse it
+        raise ValueError(f"positions must be a bool tensor of tokens' shape (B, L) = {tuple(tokens.shape[:2])}, "
+                         f"got {positions.dtype} of shape {tuple(positions.shape)}")
+    with torch.no_grad():
+        model(tokens)
+    kept = body.head_outputs()[layer] if representation == "outputs" else body.attention_maps()[layer]
+    feats = kept.detach().to(torch.float64).cpu()  # (B, h, L, p)
+    if positions is None:
+        rows = feats.permute(1, 0, 2, 3).reshape(feats.shape[1], -1, feats.shape[-1])
+    else:
+        rows = feats.permute(1, 0, 2, 3)[:, positions.cpu()]  # (h, n, p)
+    return [r.numpy() for r in rows]
+
+
+def cka_matrix(
+    features: Sequence[np.ndarray],
+    other: Sequence[np.ndarray] | None = None,
+    cka: CKA | None = None,
+) -> np.ndarray:
+    """CKA between every pair of representations: ``M[i, j] = cka(features[i], other[j])``.
+
+    Without ``other``, the (h, h) matrix of one set with itself: symmetric, computed once per
+    pair i <= j (the diagonal too, so a CKA function that does not give 1 there shows it).
+    With ``other`` (e.g. the same layer of a model trained from another seed), the full
+    (len(features), len(other)) matrix.
+    """
+    cka = cka or _reference_cka()
+    same = other is None
+    other = features if same else other
+    rows = {np.asarray(f).shape[0] for f in list(features) + list(other)}
+    if len(rows) != 1:
+        raise ValueError(f"all representations must have the same number of rows n, got n in {sorted(rows)}")
+    M = np.empty((len(features), len(other)))
+    for i, X in enumerate(features):
+        for j, Y in enumerate(other):
+            if same and j < i:
+                M[i, j] = M[j, i]
+            else:
+                M[i, j] = float(cka(X, Y))
+    return M
+
+
+def model_cka_matrices(
+    model: nn.Module,
+    tokens: torch.Tensor,
+    representation: str = "outputs",
+    positions: torch.Tensor | None = None,
+    cka: CKA | None = None,
+) -> np.ndarray:
+    """Head-by-head CKA of every layer: (n_layers, h, h)."""
+    body = body_of(model)
+    return np.stack([
+        cka_matrix(head_features(model, tokens, layer, representation, positions), cka=cka)
+        for layer in range(body.head_gates.shape[0])
+    ])
+
+
+def mean_off_diagonal(matrices: np.ndarray) -> float:
+    """Mean of the off-diagonal entries of a (h, h) matrix, or of a stack (..., h, h) of them."""
+    M = np.asarray(matrices, dtype=np.float64)
+    if M.ndim < 2 or M.shape[-1] != M.shape[-2] or M.shape[-1] < 2:
+        raise ValueError(f"matrices must have shape (..., h, h) with h >= 2, got {M.shape}")
+    off = ~np.eye(M.shape[-1], dtype=bool)
+    return float(M[..., off].mean())
+
+
+def _average_linkage(similarity: np.ndarray) -> list[tuple[list[int], list[int], float]]:
+    """Agglomerative clustering, average linkage on the distance 1 - similarity.
+
+    Start with one cluster per head; repeatedly merge the two clusters whose mean pairwise
+    distance is smallest (ties: the pair that comes first). Returns the merges in order:
+    (left members in leaf order, right members in leaf order, distance).
+    """
+    S = np.asarray(similarity, dtype=np.float64)
+    if S.ndim != 2 or S.shape[0] != S.shape[1]:
+        raise ValueError(f"similarity must be a square (h, h) matrix, got shape {S.shape}")
+    if not np.all(np.isfinite(S)):
+        raise ValueError("similarity has non-finite entries")
+    D = 1.0 - (S + S.T) / 2
+    clusters: list[list[int]] = [[i] for i in range(S.shape[0])]
+    merges = []
+    while len(clusters) > 1:
+        best = None
+        for a in range(len(clusters)):
+            for b in range(a + 1, len(clusters)):
+                d = D[np.ix_(clusters[a], clusters[b])].mean()
+                if best is None or d < best[0] - 1e-12:
+                    best = (d, a, b)
+        d, a, b = best
+        merges.append((clusters[a], clusters[b], float(d)))
+        clusters = [c for k, c in enumerate(clusters) if k not in (a, b)] + [clusters[a] + clusters[b]]
+    return merges
+
+
+def agglomerative_order(similarity: np.ndarray) -> list[int]:
+    """An order of the heads in which each cluster of alike heads is contiguous.
+
+    The leaf order of average-linkage agglomerative clustering on 1 - similarity (written out
+    here: SciPy is not a dependency). Reordering rows and columns of the CKA matrix by it shows
+    clusters of similar heads as blocks along the diagonal.
+    """
+    S = np.asarray(similarity)
+    if S.ndim == 2 and S.shape[0] == 1:
+        return [0]
+    merges = _average_linkage(S)
+    left, right, _ = merges[-1]
+    return left + right
+
+
+def clusters_at(similarity: np.ndarray, threshold: float) -> list[list[int]]:
+    """The clusters of average-linkage clustering whose mean pairwise similarity is >= threshold.
+
+    Merging stops before the first merge whose average distance exceeds 1 - threshold; each
+    cluster is sorted, and the clusters are listed by their smallest member.
+    """
+    S = np.asarray(similarity)
+    clusters = {i: [i] for i in range(S.shape[0])}
+    if S.shape[0] > 1:
+        for left, right, d in _average_linkage(S):
+            if d > 1.0 - threshold + 1e-12:
+                break
+            for k in left + right:
+                clusters.pop(k, None)
+            clusters[min(left + right)] = sorted(left + right)
+    return sorted(clusters.values())
+
+
+def _default_loss() -> LossFn:
+    from .committee import loss_on
+
+    return loss_on
+
+
+def ablation_deltas(model: nn.Module, batch, loss_fn: LossFn | None = None) -> np.ndarray:
+    """Δloss of switching off each head alone: (n_layers, h), loss(ξ_h = 0) - loss(all gates as they are).
+
+    ``loss_fn(model, batch)`` returns a scalar loss tensor (default: chapter 09's ``loss_on``).
+    Measure on a held-out batch: the question is what the head does for new inputs.
+    """
+    loss_fn = loss_fn or _default_loss()
+    body = body_of(model)
+    with _Gates(body) as gates, torch.no_grad():
+        base = float(loss_fn(model, batch))
+        deltas = np.zeros(tuple(gates.shape))
+        for layer in range(gates.shape[0]):
+            for head in range(gates.shape[1]):
+                kept = gates[layer, head].item()
+                gates[layer, head] = 0.0
+                deltas[layer, head] = float(loss_fn(model, batch)) - base
+                gates[layer, head] = kept
+    return deltas
+
+
+def pair_ablation_deltas(model: nn.Module, batch, layer: int, loss_fn: LossFn | None = None) -> np.ndarray:
+    """Δloss of switching off two heads of ``layer`` together: (h, h), the diagonal one head alone.
+
+    With ``single = np.diag(D)``, ``D - single[:, None] - single[None, :]`` (off the diagonal) is
+    what the pair costs beyond its two parts: positive when each head covers for the other
+    (they are redundant), about 0 when they do separate work.
+    """
+    loss_fn = loss_fn or _default_loss()
+    body = body_of(model)
+    _check_layer(body, layer)
+    with _Gates(body) as gates, torch.no_grad():
+        base = float(loss_fn(model, batch))
+        h = gates.shape[1]
+        D = np.zeros((h, h))
+        kept = gates[layer].clone()
+        for i in range(h):
+            for j in range(i, h):
+                gates[layer, i] = gates[layer, j] = 0.0
+                D[i, j] = D[j, i] = float(loss_fn(model, batch)) - base
+                gates[layer] = kept
+    return D
+
+
+def head_importance(
+    model: nn.Module,
+    batches: Iterable,
+    loss_fn: LossFn | None = None,
+    normalize: bool = True,
+) -> np.ndarray:
+    """Head importance of Michel, Levy & Neubig (2019): I_h = E_x |∂L(x)/∂ξ_h|, (n_layers, h).
+
+    The gradient is taken with respect to the gates ξ (``head_gates.requires_grad_(True)``, at
+    their current values, normally all 1) for each batch in ``batches``; its absolute value is
+    averaged over the batches. A batch of one example gives the paper's per-example formula; the
+    authors' code takes the absolute gradient of each mini-batch, as here. Taking the absolute
+    value before averaging matters: a head that helps some inputs and hurts others is important.
+    ``normalize=True`` divides each layer's scores by their l2 norm, as the paper does.
+    Use held-out batches, not the ones the model was trained on.
+    """
+    loss_fn = loss_fn or _default_loss()
+    body = body_of(model)
+    total, count = None, 0
+    with _Gates(body) as gates:
+        gates.requires_grad_(True)
+        for batch in batches:
+            grad, = torch.autograd.grad(loss_fn(model, batch), gates)
+            total = grad.abs() if total is None else total + grad.abs()
+            count += 1
+    if count == 0:
+        raise ValueError("batches is empty: head importance needs at least one batch")
+    importance = (total / count).detach().cpu().to(torch.float64).numpy()
+    if normalize:
+        norms = np.linalg.norm(importance, axis=1, keepdims=True)
+        importance = np.divide(importance, norms, out=np.zeros_like(importance), where=norms > 0)
+    return importance
+
+
+def order_by(scores: np.ndarray, descending: bool = False) -> list[tuple[int, int]]:
+    """All (layer, head) pairs sorted by their score, smallest first (``descending=False``).
+
+    Ties keep the (layer, head) order, so the result is the same on every run.
+    """
+    S = np.asarray(scores)
+    if S.ndim != 2:
+        raise ValueError(f"scores must have shape (n_layers, h), got {S.shape}")
+    flat = S.reshape(-1)
+    idx = np.argsort(-flat if descending else flat, kind="stable")
+    return [divmod(int(i), S.shape[1]) for i in idx]
+
+
+def random_order(shape: tuple[int, int], generator: np.random.Generator) -> list[tuple[int, int]]:
+    """All (layer, head) pairs of an (n_layers, h) model in a random order drawn from ``generator``."""
+    n_layers, h = shape
+    return [divmod(int(i), h) for i in generator.permutation(n_layers * h)]
+
+
+def pruning_curve(
+    model: nn.Module,
+    batch,
+    order: Sequence[tuple[int, int]],
+    evaluate: Callable[[nn.Module, object], dict] | None = None,
+) -> dict[str, np.ndarray]:
+    """Switch heads off one after another in ``order`` and evaluate after each step.
+
+    ``evaluate(model, batch)`` returns a dict of floats (default: chapter 09's ``evaluate``, with
+    "loss", "accuracy" and a dict "per_subtask"). Returns ``{"removed": [0, 1, ..., len(order)],
+    key: values...}`` with one value per number of heads removed, the first with all heads on; a
+    nested dict's entries are named ``outer.inner`` (``"per_subtask.bracket"``). Measure on a
+    held-out batch. The gates are restored afterwards.
+    """
+    if evaluate is None:
+        from .committee import evaluate
+    body = body_of(model)
+    n_layers, h = body.head_gates.shape
+    try:
+        pairs = [tuple(int(i) for i in p) for p in order]
+    except TypeError:
+        raise TypeError("order must hold (layer, head) pairs, e.g. order_by(importance)") from None
+    for p in pairs:
+        if len(p) != 2 or not (0 <= p[0] < n_layers and 0 <= p[1] < h):
+            raise ValueError(f"order holds {p}, not a (layer, head) of a model with shape ({n_layers}, {h})")
+    if len(set(pairs)) != len(pairs):
+        raise ValueError("order names a head twice")
+    curve: dict[str, list[float]] = {}
+    with _Gates(body) as gates, torch.no_grad():
+        for step in range(len(pairs) + 1):
+            if step:
+                gates[pairs[step - 1]] = 0.0
+            for key, value in _flat(evaluate(model, batch)).items():
+                curve.setdefault(key, []).append(value)
+    return {"removed": np.arange(len(pairs) + 1), **{k: np.asarray(v) for k, v in curve.items()}}
+
+
+def _flat(metrics: dict) -> dict[str, float]:
+    """Numbers of a metrics dict, one level of nesting flattened to ``outer.inner``."""
+    flat = {}
+    for key, value in metrics.items():
+        if isinstance(value, dict):
+            flat.update({f"{key}.{k}": float(v) for k, v in value.items() if isinstance(v, (int, float))})
+        elif isinstance(value, (int, float)):
+            flat[key] = float(value)
+    return flat
+
+
+def area_under_curve(removed: Sequence[float], values: Sequence[float], total: int | None = None) -> float:
+    """Area under a pruning curve, by the trapezoid rule, with x = fraction of heads removed.
+
+    ``total`` is the number of heads (default: the last entry of ``removed``), so an accuracy
+    curve gives a number in [0, 1]: 1 when no removal costs anything, lower the sooner the
+    model breaks.
+    """
+    x = np.asarray(removed, dtype=np.float64)
+    y = np.asarray(values, dtype=np.float64)
+    if x.ndim != 1 or x.shape != y.shape or x.size < 2:
+        raise ValueError(f"removed and values must be 1-D of the same length >= 2, got {x.shape} and {y.shape}")
+    if np.any(np.diff(x) <= 0):
+        raise ValueError("removed must be increasing")
+    total = x[-1] if total is None else total
+    if total <= 0:
+        raise ValueError(f"total must be positive, got {total}")
+    xf = x / total
+    return float(np.sum((xf[1:] - xf[:-1]) * (y[1:] + y[:-1]) / 2))
+
+
+def total_penalty(model: nn.Module, penalty: Callable[[torch.Tensor, int], torch.Tensor]) -> torch.Tensor:
+    """The sum over layers of ``penalty(W_q.weight, h) + penalty(W_k.weight, h)``: what training adds."""
+    body = body_of(model)
+    h = body.head_gates.shape[1]
+    return sum(penalty(b.attn.W_q.weight, h) + penalty(b.attn.W_k.weight, h) for b in body.blocks)
+
+
+# ------------------------------------------------------------------------------------ figures
+# The book's style (mhsa_ref.plotting.use_book_style) is set by the notebook; these helpers only
+# lay out, label and title. Widths stay within plotting.MAX_WIDTH_IN.
+
+CKA_LABEL = "linear CKA (unitless, 0 to 1)"
+
+
+def plot_cka_heatmaps(matrices: Sequence[np.ndarray], titles: Sequence[str], ncols: int = 2,
+                      cluster: bool = True, suptitle: str | None = None):
+    """One (h, h) CKA heatmap per matrix, rows and columns in ``agglomerative_order`` if ``cluster``.
+
+    Tick labels are the heads' own numbers, counted from 1 as the chapter's figures count them,
+    so a reordered heatmap still names its heads.
+    Returns the figure.
+    """
+    import matplotlib.pyplot as plt
+
+    from ...plotting import CMAP, MAX_WIDTH_IN
+
+    if len(matrices) != len(titles):
+        raise ValueError(f"got {len(matrices)} matrices and {len(titles)} titles")
+    nrows = -(-len(matrices) // ncols)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(MAX_WIDTH_IN, 3.1 * nrows + 0.6),
+                             layout="constrained", squeeze=False)
+    for ax, M, title in zip(axes.flat, matrices, titles):
+        M = np.asarray(M, dtype=np.float64)
+        ordered = cluster and bool(np.all(np.isfinite(M)))  # a CKA that gave NaN is shown, unordered
+        order = agglomerative_order(M) if ordered else list(range(M.shape[0]))
+        if cluster and not ordered:
+            title += " (not ordered: non-finite CKA)"
+        image = ax.imshow(M[np.ix_(order, order)], cmap=CMAP, vmin=0.0, vmax=1.0)
+        ax.set_xticks(range(len(order)), [str(i + 1) for i in order])  # heads counted from 1, as in 9.2
+        ax.set_yticks(range(len(order)), [str(i + 1) for i in order])
+        ax.set_xlabel("head" + (" (clustered order)" if ordered else ""))
+        ax.set_ylabel("head")
+        ax.set_title(title)
+    for ax in axes.flat[len(matrices):]:
+        ax.axis("off")
+    fig.colorbar(image, ax=axes, label=CKA_LABEL, shrink=0.8)
+    if suptitle:
+        fig.suptitle(suptitle)
+    return fig
+
+
+def plot_ablation(deltas: np.ndarray, importance: np.ndarray | None = None, title: str = ""):
+    """Bars of each head's single-head ablation Δloss, grouped by layer; importance as dots beside them.
+
+    Heads are labelled ``layer.head``, both counted from 1 as the chapter's figures count them.
+    """
+    import matplotlib.pyplot as plt
+
+    from ...plotting import MAX_WIDTH_IN
+
+    deltas = np.asarray(deltas)
+    n_layers, h = deltas.shape
+    fig, ax = plt.subplots(figsize=(MAX_WIDTH_IN, 3.4), layout="constrained")
+    x = np.arange(n_layers * h) + np.repeat(np.arange(n_layers), h)  # a gap between layers
+    ax.bar(x, deltas.reshape(-1), color=[f"C{layer}" for layer in range(n_layers) for _ in range(h)])
+    ax.axhline(0.0, color="black", linewidth=0.8)
+    ax.set_xticks(x, [f"{layer + 1}.{head + 1}" for layer in range(n_layers) for head in range(h)], rotation=90)
+    ax.set_xlabel("head (layer.head)")
+    ax.set_ylabel("Δ loss when removed alone (nats)")
+    if importance is not None:
+        twin = ax.twinx()
+        twin.plot(x, np.asarray(importance).reshape(-1), "k.", markersize=8, label="importance")
+        twin.set_ylabel("importance (l2-normalised per layer)")
+        twin.set_ylim(0, None)
+        twin.legend(loc="upper right")
+    ax.set_title(title)
+    return fig
+
+
+def plot_pruning_curves(curves: dict[str, dict | Sequence[dict]], key: str = "accuracy",
+                        ylabel: str = "held-out accuracy (fraction)", title: str = "", ax=None):
+    """``key`` against heads removed, one line per label; a list of curves is drawn as its mean
+    with its min-max band (e.g. several random orders). Returns the Axes."""
+    import matplotlib.pyplot as plt
+
+    if ax is None:
+        _, ax = plt.subplots(figsize=(6.4, 3.8), layout="constrained")
+    for k, (label, curve) in enumerate(curves.items()):
+        runs = [curve] if isinstance(curve, dict) else list(curve)
+        x = runs[0]["removed"]
+        Y = np.stack([r[key] for r in runs])
+        ax.plot(x, Y.mean(0), marker="o", markersize=3, color=f"C{k}",
+                label=label + (f" (mean of {len(runs)})" if len(runs) > 1 else ""))
+        if len(runs) > 1:
+            ax.fill_between(x, Y.min(0), Y.max(0), color=f"C{k}", alpha=0.2)
+    ax.set_xlabel("heads removed (count)")
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.legend()
+    return ax
+
+
+def plot_seed_comparison(results: dict[str, dict[str, Sequence[float]]], metrics: Sequence[tuple[str, str]],
+                         title: str = ""):
+    """One panel per metric: each condition's value for every seed (dots) and their mean (bar).
+
+    ``results[condition][metric]`` is the list of per-seed values; ``metrics`` is a list of
+    (metric, axis label). Returns the figure.
+    """
+    import matplotlib.pyplot as plt
+
+    from ...plotting import MAX_WIDTH_IN
+
+    conditions = list(results)
+    fig, axes = plt.subplots(1, len(metrics), figsize=(MAX_WIDTH_IN, 3.4), layout="constrained", squeeze=False)
+    for ax, (metric, label) in zip(axes[0], metrics):
+        for k, cond in enumerate(conditions):
+            values = np.asarray(results[cond][metric], dtype=float)
+            ax.bar(k, values.mean(), color=f"C{k}", alpha=0.35, width=0.6, label=cond)
+            ax.plot(np.full(values.shape, k), values, "o", color=f"C{k}")
+        ax.set_xticks([])  # the conditions are named once, in the legend: narrow panels have no room
+        ax.set_ylabel(label)
+    fig.legend(*axes[0, 0].get_legend_handles_labels(), loc="outside lower center", ncols=len(conditions))
+    if title:
+        fig.suptitle(title)
+    return fig
