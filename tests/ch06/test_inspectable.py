@@ -74,3 +74,15 @@ def test_encode_runs_the_blocks_on_vectors_the_caller_embedded():
     assert [w.shape for w in model.attention_maps()] == [(2, 2, 5, 5)] * 2
     with pytest.raises(ValueError, match="d_model=8"):
         model.encode(torch.randn(2, 4, 3))
+
+
+def test_what_is_kept_holds_no_graph():
+    # Kept maps attached to the graph pinned it in memory and made copy.deepcopy(model) fail.
+    import copy
+
+    model = TinyTransformer(8, 2, n_layers=2, max_len=4, vocab_size=5)
+    model.head_gates.requires_grad_(True)
+    model(torch.randint(0, 5, (2, 4))).sum()
+    assert not any(w.requires_grad for w in model.attention_maps() + model.head_outputs())
+    assert all(block.attn.gate is None for block in model.blocks)
+    copy.deepcopy(model)

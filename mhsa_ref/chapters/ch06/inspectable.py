@@ -56,7 +56,8 @@ class InspectableAttention(MultiHeadSelfAttention):
         if mask is not None:  # a row with no allowed key attends to nothing (not NaN)
             weights = weights.masked_fill(~mask.any(dim=-1, keepdim=True), 0.0)
         heads = weights @ v
-        self.weights, self.head_outputs = weights, heads
+        # kept for looking, not for differentiating: a kept graph would pin memory (and block deepcopy)
+        self.weights, self.head_outputs = weights.detach(), heads.detach()
         if self.gate is not None:
             heads = heads * self.gate.view(1, -1, 1, 1)
         return self.W_o(self._merge(heads))
@@ -118,6 +119,7 @@ class TinyTransformer(nn.Module):
             block.attn.score_bias = None if self.rel_bias is None else self.rel_bias[layer][:, offsets]
             h = block(h, mask)
             block.attn.score_bias = None  # sized for this L: never left for a later call
+            block.attn.gate = None  # a view of head_gates: with its gradient on, it holds the graph
         return self.ln(h)
 
     def attention_maps(self) -> list[torch.Tensor]:

@@ -90,14 +90,6 @@ class _Gates:
         with torch.no_grad():
             self.body.head_gates.copy_(self.saved)
         self.body.head_gates.requires_grad_(self.requires_grad)
-        # Leave no autograd graph behind: the kept maps and gate views of a forward with
-        # gradients would pin it in memory (and make copy.deepcopy(model) fail).
-        for block in self.body.blocks:
-            attn = block.attn
-            attn.gate = None  # forward sets it again from head_gates
-            for name in ("weights", "head_outputs"):
-                if getattr(attn, name, None) is not None:
-                    setattr(attn, name, getattr(attn, name).detach())
 
 
 def _check_layer(body: nn.Module, layer: int) -> None:
