@@ -2,6 +2,15 @@
 
 Do the heads of a trained model differ, how much do they duplicate each other, how many can go,
 and can they be made to differ on purpose?
+
+reference.py        linear_cka (NumPy, Kornblith et al. 2019)
+reference_torch.py  orthogonality_penalty, attention_entropy
+exercises.py        09.linear_cka, 09.orthogonality_penalty, 09.attention_entropy (stretch)
+mistakes.py         the penalty's and the entropy's misconceptions as wrong functions
+committee.py        sections 9.1, 9.2, 9.6: the four-relation task, the model, training, the
+                    explorer's figures, attention mass per head
+analysis.py         sections 9.3-9.5: head-by-head CKA, ablation, importance (Michel et al.
+                    2019), greedy pruning, the penalty's measurements
 """
 
 TITLE = "A committee that disagrees"
