@@ -372,7 +372,7 @@ def plot_attention_from_b(weights: np.ndarray, pos_a: int, pos_b: int, label: in
     if ax is None:
         _, ax = plt.subplots(figsize=(6.4, 3.2))
     for head, row in enumerate(np.asarray(weights)):
-        ax.plot(np.arange(len(row)), row, lw=1.2, label=f"head {head}")
+        ax.plot(np.arange(len(row)), row, lw=1.2, label=f"head {head + 1}")  # from 1, as elsewhere
     ax.axvline(pos_a, color="C2", ls="--", lw=1, label=f"A's token (base {pos_a})")
     ax.axvline(pos_b, color="C3", ls=":", lw=1.5, label=f"B's token, the query (base {pos_b})")
     ax.set_xlabel("key position (token i = the 6-mer starting at base i)")
