@@ -47,6 +47,7 @@ CATALOG = {
     "09.orthogonality_penalty": "orthogonality_penalty(W, num_heads)",
     "09.attention_entropy": "attention_entropy(weights)",
     "10.patchify": "patchify(images, patch_size)",
+    "10.attention_rollout": "attention_rollout(weights)",
 }
 # The catalog's entries for the chapters written so far: each must be registered as it is.
 WRITTEN = {ex_id: sig for ex_id, sig in CATALOG.items() if ex_id[:2] in chapters.numbers()}
