@@ -266,6 +266,25 @@ def ae_per_sequence_first(weights):
     return per_sequence.mean(0)
 
 
+def ae_live_where_diagonal(weights):
+    """Masked queries found from the diagonal: every unmasked query reads itself, or so it seems."""
+    per_row = -torch.special.xlogy(weights, weights).sum(-1)
+    live = weights.diagonal(dim1=2, dim2=3) != 0
+    return (per_row * live).sum((0, 2)) / live.sum((0, 2))
+
+
+def ae_live_where_first_key(weights):
+    ent = torch.zeros(weights.shape[1])
+    count = torch.zeros(weights.shape[1])
+    for b in range(weights.shape[0]):
+        for i in range(weights.shape[2]):
+            row = weights[b, :, i]  # (h, L)
+            keep = row[:, 0] > 0  # the first token is never masked... unless padding comes first
+            ent += torch.where(keep, -torch.special.xlogy(row, row).sum(-1), 0.0)
+            count += keep
+    return ent / count
+
+
 def ae_total(weights):
     return -torch.special.xlogy(weights, weights).sum((0, 2, 3))
 
@@ -296,4 +315,6 @@ WRONG = [
     (AE, "entropy-nan-at-zero", ae_plain_log),
     (AE, "entropy-mean-of-means", ae_per_sequence_first),
     (AE, "entropy-summed-not-averaged", ae_total),
+    (AE, "entropy-live-rows-misread", ae_live_where_diagonal),
+    (AE, "entropy-live-rows-misread", ae_live_where_first_key),
 ]

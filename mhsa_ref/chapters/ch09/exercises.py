@@ -18,7 +18,8 @@ of them (tests/ch09/learners.py proves it with independently written wrong code)
   h = h' counted), heads whose rows lie in orthogonal subspaces (the penalty and its gradient are
   0, while ||W_hᵀ W_h'|| is not), one head (no pair: 0, and still a tensor);
 - entropy: causal rows (zero weights: 0 log 0), padded sequences of different lengths (all-zero
-  rows of masked queries, and sequences with fewer rows than others), one-hot and uniform rows.
+  rows of masked queries, and sequences with fewer rows than others), one-hot and uniform rows,
+  left padding with no query reading itself (live rows with 0 on key 0 and on the diagonal).
 """
 
 from __future__ import annotations
@@ -325,12 +326,16 @@ def _softmax_rows(scores: np.ndarray, allowed: np.ndarray) -> np.ndarray:
 
 
 def _entropy_cases(rng: np.random.Generator) -> list[Case]:
-    def case(name, B, h, L, lengths=None, causal=False, spread=1.0):
+    def case(name, B, h, L, lengths=None, causal=False, spread=1.0, left=False, self_allowed=True):
         allowed = np.ones((B, 1, L, L), dtype=bool)
         if causal:
             allowed &= np.tril(np.ones((L, L), dtype=bool))
+        if not self_allowed:
+            allowed &= ~np.eye(L, dtype=bool)
         if lengths is not None:  # padded queries and keys: a padded query attends nowhere
             valid = np.arange(L)[None, :] < np.asarray(lengths)[:, None]  # (B, L)
+            if left:  # the padding comes first, as decoders batch prompts: key 0 is a pad
+                valid = valid[:, ::-1]
             allowed &= valid[:, None, :, None] & valid[:, None, None, :]
         weights = _softmax_rows(spread * rng.normal(size=(B, h, L, L)), allowed)
         return Case(name, (weights.astype(np.float32),), arg_names=("weights",))
@@ -346,6 +351,9 @@ def _entropy_cases(rng: np.random.Generator) -> list[Case]:
         Case("head 0 looks at one key per row, head 1 spreads evenly", (peaked_and_flat,), arg_names=("weights",)),
         case("B=2, 4 heads, L=7, causal and padded (lengths 7 and 3), peaked scores", 2, 4, 7, lengths=[7, 3],
              causal=True, spread=3.0),
+        # Live rows with a 0 on key 0 and on the diagonal: only "any weight in the row" tells them
+        case("B=2, 2 heads, L=5, left-padded (lengths 5 and 3), no query reads itself", 2, 2, 5, lengths=[5, 3],
+             left=True, self_allowed=False),
     ]
     for i in range(2):
         B, h, L = int(rng.integers(1, 4)), int(rng.integers(1, 5)), int(rng.integers(2, 9))
@@ -397,6 +405,14 @@ ATTENTION_ENTROPY = Exercise(
             "You get NaN where a weight is 0 (a causal or padding mask): p * log(p) is 0 * -inf there. "
             "The limit of p log p at 0 is 0: torch.special.xlogy(p, p), or torch.where(p > 0, ..., 0).",
             (_wrong("entropy_nan_at_zero"), _wrong("entropy_nan_at_zero_everywhere")),
+        ),
+        Misconception(
+            "entropy-live-rows-misread",
+            "You decide whether a row is masked from one of its weights (its query's weight on itself, or on "
+            "key 0). Those can be 0 in a row that attends elsewhere: a left-padded sequence, whose first keys "
+            "are pads, or a query that may not read itself. A row is masked only when ALL its weights are 0: "
+            "(weights != 0).any(-1).",
+            (_wrong("entropy_live_rows_from_diagonal"), _wrong("entropy_live_rows_from_first_key")),
         ),
         Misconception(
             "entropy-mean-of-means",

@@ -125,6 +125,20 @@ def entropy_nan_at_zero_everywhere(weights):
     return (per_row * rows).sum((0, 2)) / rows.sum((0, 2))
 
 
+def entropy_live_rows_from_diagonal(weights):
+    """A row counts when its query's weight on itself is not 0: true under causal and right
+    padding masks, not when a query may not read itself or its own weight underflows."""
+    per_row, rows = _row_entropy(weights), torch.diagonal(weights, dim1=-2, dim2=-1) > 0
+    return (per_row * rows).sum((0, 2)) / rows.sum((0, 2))
+
+
+def entropy_live_rows_from_first_key(weights):
+    """A row counts when its weight on key 0 is not 0: true under causal and right padding masks,
+    not under left padding (key 0 a pad)."""
+    per_row, rows = _row_entropy(weights), weights[..., 0] > 0
+    return (per_row * rows).sum((0, 2)) / rows.sum((0, 2))
+
+
 def entropy_mean_of_means(weights):
     """The mean over each sequence's rows first, then over the sequences."""
     per_row, rows = _row_entropy(weights), _attends(weights)
