@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import gc
 import tracemalloc
-from builtins import float, getattr, id, isinstance, max, round, sum, type  # a learner may replace builtins.round
+from builtins import all, float, getattr, id, isinstance, len, list, max, round, sum, tuple, type, zip  # a learner may replace builtins.round
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -129,20 +129,28 @@ def run_tensor_function(fn: Any, *args: Any, lists: tuple = ()) -> Any:
     Every array argument is passed as a tensor that shares its memory, so an in-place change shows
     in the case's array as in the NumPy chapters; an argument whose position is in ``lists`` is
     passed as a list of tensors, one per entry of its first axis (per-layer attention maps). The
-    function must return a ``torch.Tensor``.
+    function must return a ``torch.Tensor``. A list the function changes (reversed, popped, an
+    entry replaced) is the caller's list changed: its array is then filled with NaN, so the judge
+    reports that argument modified in place like any array.
     """
     import torch
 
-    converted = []
+    converted, given = [], []
     for i, value in enumerate(args):
         if isinstance(value, np.ndarray):
-            value = torch.from_numpy(value)
-            value = list(value.unbind(0)) if i in lists else value
+            array, value = value, torch.from_numpy(value)
+            if i in lists:
+                value = list(value.unbind(0))
+                given.append((array, value, tuple(value)))
         converted.append(value)
     out = fn(*converted)
     if not isinstance(out, torch.Tensor):
         raise TypeError(f"{getattr(fn, '__name__', 'the function')} returned {describe(out)}; expected a torch.Tensor")
-    return _ARRAY(out.detach().cpu().numpy())  # a copy: nothing of the learner's tensor stays shared
+    result = _ARRAY(out.detach().cpu().numpy())  # a copy: nothing of the learner's tensor stays shared
+    for array, now, before in given:  # after the copy: the output may share the list's memory
+        if len(now) != len(before) or not all(a is b for a, b in zip(now, before)):
+            array.fill(np.nan)
+    return result
 
 
 def seal_tracemalloc() -> None:
