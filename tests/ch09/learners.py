@@ -112,6 +112,19 @@ def cka_float32(X, Y):
     return np.linalg.norm(y.T @ x) ** 2 / (np.linalg.norm(x.T @ x) * np.linalg.norm(y.T @ y))
 
 
+def cka_float32_then_float(X, Y):
+    """Converts to float32 "to save memory" and hands back a Python float: right to 6 digits only."""
+    x, y = X.astype(np.float32), Y.astype(np.float32)
+    x, y = x - x.mean(0), y - y.mean(0)
+    return float(np.linalg.norm(y.T @ x) ** 2 / (np.linalg.norm(x.T @ x) * np.linalg.norm(y.T @ y)))
+
+
+def cka_torch_float32_item(X, Y):
+    x, y = torch.tensor(X, dtype=torch.float32), torch.tensor(Y, dtype=torch.float32)
+    x, y = x - x.mean(0), y - y.mean(0)
+    return ((y.T @ x).square().sum() / (torch.linalg.norm(x.T @ x) * torch.linalg.norm(y.T @ y))).item()
+
+
 def cka_in_place(X, Y):
     X -= X.mean(axis=0)  # changes the caller's array
     Y -= Y.mean(axis=0)
@@ -303,6 +316,8 @@ WRONG = [
     (CKA, "cka-features-not-grams", cka_cosine_of_features),
     (CKA, "cka-debiased-estimator", cka_debiased),
     (CKA, "float32-output", cka_float32),
+    (CKA, "float32-output", cka_float32_then_float),
+    (CKA, "float32-output", cka_torch_float32_item),
     (CKA, "input-modified-in-place", cka_in_place),
     (OP, "penalty-pairs-counted-twice", op_every_ordered_pair),
     (OP, "penalty-includes-same-head", op_with_same_head),
