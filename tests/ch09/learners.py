@@ -112,6 +112,22 @@ def cka_float32(X, Y):
     return np.linalg.norm(y.T @ x) ** 2 / (np.linalg.norm(x.T @ x) * np.linalg.norm(y.T @ y))
 
 
+def cka_one_gram_centred(X, Y):
+    """Centres L = Y Yᵀ with H = I - 11ᵀ/n but forgets to centre K = X Xᵀ."""
+    n = X.shape[0]
+    H = np.eye(n) - 1.0 / n
+    K, L = X @ X.T, H @ Y @ Y.T @ H
+    return float(np.sum(K * L) / (np.linalg.norm(K) * np.linalg.norm(L)))
+
+
+def cka_corrcoef(X, Y):
+    """Builds CKA from correlation matrices: np.corrcoef also divides each feature by its std."""
+    p1 = X.shape[1]
+    C = np.corrcoef(X, Y, rowvar=False)
+    cross, cx, cy = C[:p1, p1:], C[:p1, :p1], C[p1:, p1:]
+    return float(np.sum(cross ** 2) / np.sqrt(np.sum(cx ** 2) * np.sum(cy ** 2)))
+
+
 def cka_float32_then_float(X, Y):
     """Converts to float32 "to save memory" and hands back a Python float: right to 6 digits only."""
     x, y = X.astype(np.float32), Y.astype(np.float32)
@@ -316,6 +332,8 @@ WRONG = [
     (CKA, "cka-features-not-grams", cka_cosine_of_features),
     (CKA, "cka-debiased-estimator", cka_debiased),
     (CKA, "float32-output", cka_float32),
+    (CKA, "cka-not-centred", cka_one_gram_centred),
+    (CKA, "cka-features-standardised", cka_corrcoef),
     (CKA, "float32-output", cka_float32_then_float),
     (CKA, "float32-output", cka_torch_float32_item),
     (CKA, "input-modified-in-place", cka_in_place),

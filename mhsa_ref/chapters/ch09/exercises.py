@@ -101,6 +101,10 @@ def _cka_variant(kind: str):
             Xc, Yc = X, Y
         elif kind == "only-X-centred":
             Xc, Yc = X - X.mean(axis=0), Y
+        elif kind == "only-Y-centred":
+            Xc, Yc = X, Y - Y.mean(axis=0)
+        elif kind == "standardised":
+            Xc, Yc = (X - X.mean(axis=0)) / X.std(axis=0), (Y - Y.mean(axis=0)) / Y.std(axis=0)
         elif kind == "rows-centred":
             Xc, Yc = X - X.mean(axis=1, keepdims=True), Y - Y.mean(axis=1, keepdims=True)
         else:
@@ -148,11 +152,19 @@ LINEAR_CKA = Exercise(
     misconceptions=(
         Misconception(
             "cka-not-centred",
-            "Your CKA is computed from features that were not centred. CKA compares how the examples "
+            "Your CKA is computed from features that were not centred (or only one side was). CKA compares how the examples "
             "vary around their mean: subtract each column's mean over the examples, "
             "X - X.mean(axis=0), from both X and Y first (otherwise a shared offset alone makes two "
             "unrelated representations look alike).",
-            (_cka_variant("not-centred"), _cka_variant("only-X-centred")),
+            (_cka_variant("not-centred"), _cka_variant("only-X-centred"), _cka_variant("only-Y-centred")),
+        ),
+        Misconception(
+            "cka-features-standardised",
+            "You standardised each feature (divided it by its standard deviation, as a z-score or "
+            "np.corrcoef does). Linear CKA only centres the features: it changes when one feature is "
+            "scaled alone (it is invariant to rotations and to one overall scale, not to per-feature "
+            "scales, which is how it sees a few large directions dominate a representation).",
+            (_cka_variant("standardised"),),
         ),
         Misconception(
             "cka-centred-over-features",
