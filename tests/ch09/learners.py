@@ -224,6 +224,28 @@ def op_norms(W, num_heads):
     return total
 
 
+def op_neighbours(W, num_heads):
+    d = W.shape[0] // num_heads
+    penalty = torch.zeros((), dtype=W.dtype)
+    for h in range(1, num_heads):
+        penalty = penalty + torch.linalg.matrix_norm(W[(h - 1) * d:h * d] @ W[h * d:(h + 1) * d].T) ** 2
+    return penalty
+
+
+def op_sum_then_norm(W, num_heads):
+    d = W.shape[0] // num_heads
+    blocks = W.view(num_heads, d, -1)
+    cross = torch.einsum("hik,gjk->hgij", blocks, blocks)  # (h, h, d, d)
+    upper = torch.triu(torch.ones(num_heads, num_heads), 1)[:, :, None, None]
+    return torch.linalg.matrix_norm((cross * upper).sum((0, 1))) ** 2
+
+
+def op_view_head_second(W, num_heads):
+    heads = W.view(W.shape[0] // num_heads, num_heads, W.shape[1]).permute(1, 0, 2)
+    grams = heads @ heads.transpose(1, 2).unsqueeze(1)  # (h, h, d, d): heads[a] @ heads[b].T
+    return sum((grams[a, b] ** 2).sum() for a in range(num_heads) for b in range(a + 1, num_heads)) + W.sum() * 0
+
+
 def op_python_float(W, num_heads):
     d_h = W.shape[0] // num_heads
     total = 0.0
@@ -343,6 +365,9 @@ WRONG = [
     (OP, "penalty-wrong-product", op_transposed_product),
     (OP, "penalty-norm-not-squared", op_norms),
     (OP, "penalty-not-differentiable", op_python_float),
+    (OP, "penalty-adjacent-pairs-only", op_neighbours),
+    (OP, "penalty-norm-of-the-sum", op_sum_then_norm),
+    (OP, "penalty-heads-interleaved", op_view_head_second),
     (AE, "entropy-in-bits", ae_log2),
     (AE, "entropy-masked-rows-counted", ae_every_row),
     (AE, "entropy-nan-at-zero", ae_plain_log),

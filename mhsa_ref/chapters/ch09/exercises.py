@@ -310,6 +310,26 @@ ORTHOGONALITY_PENALTY = Exercise(
             (_wrong("norms_not_squared"),),
         ),
         Misconception(
+            "penalty-adjacent-pairs-only",
+            "You compare each head with the next one only (h and h + 1). Every pair must be penalised: "
+            "heads 0 and 2 can read the same directions too. Sum over all h < h', a double loop.",
+            (_wrong("adjacent_pairs_only"),),
+        ),
+        Misconception(
+            "penalty-norm-of-the-sum",
+            "You add the blocks W_h W_h'ᵀ together first and square the norm of the sum, so blocks of "
+            "opposite sign cancel and two overlapping pairs of heads can look orthogonal. Square each "
+            "pair's norm, then add: sum over h < h' of ||W_h W_h'ᵀ||_F².",
+            (_wrong("norm_of_the_sum"),),
+        ),
+        Misconception(
+            "penalty-heads-interleaved",
+            "Your heads are interleaved rows (h, h + num_heads, ...): W.reshape(d_h, num_heads, d_model) "
+            "puts the head axis second. Head h owns the consecutive rows W[h*d_h:(h+1)*d_h]: "
+            "W.reshape(num_heads, d_h, d_model), the head axis first.",
+            (_wrong("heads_interleaved"),),
+        ),
+        Misconception(
             "penalty-not-differentiable",
             "Your penalty has the right value but no gradient: autograd sees a constant (.item(), "
             "float(...) or torch.tensor(...) cut the graph), so training with it changes nothing. "
