@@ -142,8 +142,7 @@ class Exercise:
 FLOAT32_OUTPUT = Misconception(
     "float32-output",
     "Your output is float32, but the NumPy chapters work in float64 (NumPy's default). "
-    "Look for a `dtype=np.float32`, an `.astype(np.float32)` or a float32 torch tensor and remove it "
-    "(a Python float made from float32 numbers, `float(t)` or `t.item()`, keeps float32's digits only).",
+    "Look for a `dtype=np.float32` or an `.astype(np.float32)` and remove it.",
 )
 INPUT_MODIFIED = Misconception(
     "input-modified-in-place",
