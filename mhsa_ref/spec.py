@@ -146,8 +146,9 @@ FLOAT32_OUTPUT = Misconception(
 )
 INPUT_MODIFIED = Misconception(
     "input-modified-in-place",
-    "Your function changes its input in place (for example `x -= x.max(...)` or `Q /= ...`). "
-    "The caller's array is not yours to change: write `x = x - ...`, which makes a new array.",
+    "Your function changes its input in place (for example `x -= x.max(...)` or `Q /= ...`, or "
+    "`weights.reverse()` on a list it was given). The caller's array is not yours to change: write "
+    "`x = x - ...`, which makes a new array (and `reversed(weights)` or `list(weights)` for a list).",
 )
 
 

@@ -18,8 +18,9 @@ sandbox; what an exercise expects (the class a converter must return) comes in i
 from __future__ import annotations
 
 import gc
+import math
 import tracemalloc
-from builtins import float, getattr, id, isinstance, max, round, sum, type  # a learner may replace builtins.round
+from builtins import all, float, getattr, id, isinstance, len, list, max, round, sum, tuple, type, zip  # a learner may replace builtins.round
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,6 +34,7 @@ from .calls import describe
 _TRACING, _START, _STOP = tracemalloc.is_tracing, tracemalloc.start, tracemalloc.stop
 _TRACED, _RESET_PEAK = tracemalloc.get_traced_memory, tracemalloc.reset_peak
 _ARRAY = np.array
+_FLOAT32, _FINITE, _FREXP = np.float32, math.isfinite, math.frexp
 # What would let code measured by ``run_within_memory`` hide its allocations: stopping the
 # tracing, forgetting the peak, forgetting the traces.
 TAMPERING = ("stop", "reset_peak", "clear_traces")
@@ -129,20 +131,28 @@ def run_tensor_function(fn: Any, *args: Any, lists: tuple = ()) -> Any:
     Every array argument is passed as a tensor that shares its memory, so an in-place change shows
     in the case's array as in the NumPy chapters; an argument whose position is in ``lists`` is
     passed as a list of tensors, one per entry of its first axis (per-layer attention maps). The
-    function must return a ``torch.Tensor``.
+    function must return a ``torch.Tensor``. A list the function changes (reversed, popped, an
+    entry replaced) is the caller's list changed: its array is then filled with NaN, so the judge
+    reports that argument modified in place like any array.
     """
     import torch
 
-    converted = []
+    converted, given = [], []
     for i, value in enumerate(args):
         if isinstance(value, np.ndarray):
-            value = torch.from_numpy(value)
-            value = list(value.unbind(0)) if i in lists else value
+            array, value = value, torch.from_numpy(value)
+            if i in lists:
+                value = list(value.unbind(0))
+                given.append((array, value, tuple(value)))
         converted.append(value)
     out = fn(*converted)
     if not isinstance(out, torch.Tensor):
         raise TypeError(f"{getattr(fn, '__name__', 'the function')} returned {describe(out)}; expected a torch.Tensor")
-    return _ARRAY(out.detach().cpu().numpy())  # a copy: nothing of the learner's tensor stays shared
+    result = _ARRAY(out.detach().cpu().numpy())  # a copy: nothing of the learner's tensor stays shared
+    for array, now, before in given:  # after the copy: the output may share the list's memory
+        if len(now) != len(before) or not all(a is b for a, b in zip(now, before)):
+            array.fill(np.nan)
+    return result
 
 
 def seal_tracemalloc() -> None:
@@ -314,9 +324,21 @@ def run_float(fn: Any, *args: Any) -> Any:
     """Call ``fn(*args)`` for an exercise whose answer is "a float": a Python ``float`` comes back
     as a float64 0-d array (which is what it is), anything else as it was returned, to be judged
     like any output (a NumPy float32 scalar as float32, a list as a list). The one output is
-    returned bare, as ``call`` expects of an exercise with one output."""
+    returned bare, as ``call`` expects of an exercise with one output.
+
+    Except a float that was computed in float32 (``float(t)`` or ``t.item()`` of a float32 tensor,
+    ``float(np.float32(...))``): it holds only float32's digits, so it comes back as the float32 it
+    was, and the judge names it like a float32 array. It is recognised by its value: exactly a
+    float32 number that needs more than 12 of float32's 24 significant bits. A float64 result is
+    one by chance once in 2^29; round numbers (0, 1, 0.5), which any precision gives exactly, are
+    left alone.
+    """
     result = fn(*args)
-    return np.float64(result) if type(result) is float else result
+    if type(result) is not float:
+        return result
+    if _FINITE(result) and float(_FLOAT32(result)) == result and not (_FREXP(result)[0] * 4096).is_integer():
+        return _FLOAT32(result)
+    return np.float64(result)
 
 
 def run_differentiable(fn: Any, *args: Any) -> tuple:

@@ -112,6 +112,35 @@ def cka_float32(X, Y):
     return np.linalg.norm(y.T @ x) ** 2 / (np.linalg.norm(x.T @ x) * np.linalg.norm(y.T @ y))
 
 
+def cka_one_gram_centred(X, Y):
+    """Centres L = Y Yᵀ with H = I - 11ᵀ/n but forgets to centre K = X Xᵀ."""
+    n = X.shape[0]
+    H = np.eye(n) - 1.0 / n
+    K, L = X @ X.T, H @ Y @ Y.T @ H
+    return float(np.sum(K * L) / (np.linalg.norm(K) * np.linalg.norm(L)))
+
+
+def cka_corrcoef(X, Y):
+    """Builds CKA from correlation matrices: np.corrcoef also divides each feature by its std."""
+    p1 = X.shape[1]
+    C = np.corrcoef(X, Y, rowvar=False)
+    cross, cx, cy = C[:p1, p1:], C[:p1, :p1], C[p1:, p1:]
+    return float(np.sum(cross ** 2) / np.sqrt(np.sum(cx ** 2) * np.sum(cy ** 2)))
+
+
+def cka_float32_then_float(X, Y):
+    """Converts to float32 "to save memory" and hands back a Python float: right to 6 digits only."""
+    x, y = X.astype(np.float32), Y.astype(np.float32)
+    x, y = x - x.mean(0), y - y.mean(0)
+    return float(np.linalg.norm(y.T @ x) ** 2 / (np.linalg.norm(x.T @ x) * np.linalg.norm(y.T @ y)))
+
+
+def cka_torch_float32_item(X, Y):
+    x, y = torch.tensor(X, dtype=torch.float32), torch.tensor(Y, dtype=torch.float32)
+    x, y = x - x.mean(0), y - y.mean(0)
+    return ((y.T @ x).square().sum() / (torch.linalg.norm(x.T @ x) * torch.linalg.norm(y.T @ y))).item()
+
+
 def cka_in_place(X, Y):
     X -= X.mean(axis=0)  # changes the caller's array
     Y -= Y.mean(axis=0)
@@ -195,6 +224,28 @@ def op_norms(W, num_heads):
     return total
 
 
+def op_neighbours(W, num_heads):
+    d = W.shape[0] // num_heads
+    penalty = torch.zeros((), dtype=W.dtype)
+    for h in range(1, num_heads):
+        penalty = penalty + torch.linalg.matrix_norm(W[(h - 1) * d:h * d] @ W[h * d:(h + 1) * d].T) ** 2
+    return penalty
+
+
+def op_sum_then_norm(W, num_heads):
+    d = W.shape[0] // num_heads
+    blocks = W.view(num_heads, d, -1)
+    cross = torch.einsum("hik,gjk->hgij", blocks, blocks)  # (h, h, d, d)
+    upper = torch.triu(torch.ones(num_heads, num_heads), 1)[:, :, None, None]
+    return torch.linalg.matrix_norm((cross * upper).sum((0, 1))) ** 2
+
+
+def op_view_head_second(W, num_heads):
+    heads = W.view(W.shape[0] // num_heads, num_heads, W.shape[1]).permute(1, 0, 2)
+    grams = heads @ heads.transpose(1, 2).unsqueeze(1)  # (h, h, d, d): heads[a] @ heads[b].T
+    return sum((grams[a, b] ** 2).sum() for a in range(num_heads) for b in range(a + 1, num_heads)) + W.sum() * 0
+
+
 def op_python_float(W, num_heads):
     d_h = W.shape[0] // num_heads
     total = 0.0
@@ -266,6 +317,25 @@ def ae_per_sequence_first(weights):
     return per_sequence.mean(0)
 
 
+def ae_live_where_diagonal(weights):
+    """Masked queries found from the diagonal: every unmasked query reads itself, or so it seems."""
+    per_row = -torch.special.xlogy(weights, weights).sum(-1)
+    live = weights.diagonal(dim1=2, dim2=3) != 0
+    return (per_row * live).sum((0, 2)) / live.sum((0, 2))
+
+
+def ae_live_where_first_key(weights):
+    ent = torch.zeros(weights.shape[1])
+    count = torch.zeros(weights.shape[1])
+    for b in range(weights.shape[0]):
+        for i in range(weights.shape[2]):
+            row = weights[b, :, i]  # (h, L)
+            keep = row[:, 0] > 0  # the first token is never masked... unless padding comes first
+            ent += torch.where(keep, -torch.special.xlogy(row, row).sum(-1), 0.0)
+            count += keep
+    return ent / count
+
+
 def ae_total(weights):
     return -torch.special.xlogy(weights, weights).sum((0, 2, 3))
 
@@ -284,6 +354,10 @@ WRONG = [
     (CKA, "cka-features-not-grams", cka_cosine_of_features),
     (CKA, "cka-debiased-estimator", cka_debiased),
     (CKA, "float32-output", cka_float32),
+    (CKA, "cka-not-centred", cka_one_gram_centred),
+    (CKA, "cka-features-standardised", cka_corrcoef),
+    (CKA, "float32-output", cka_float32_then_float),
+    (CKA, "float32-output", cka_torch_float32_item),
     (CKA, "input-modified-in-place", cka_in_place),
     (OP, "penalty-pairs-counted-twice", op_every_ordered_pair),
     (OP, "penalty-includes-same-head", op_with_same_head),
@@ -291,9 +365,14 @@ WRONG = [
     (OP, "penalty-wrong-product", op_transposed_product),
     (OP, "penalty-norm-not-squared", op_norms),
     (OP, "penalty-not-differentiable", op_python_float),
+    (OP, "penalty-adjacent-pairs-only", op_neighbours),
+    (OP, "penalty-norm-of-the-sum", op_sum_then_norm),
+    (OP, "penalty-heads-interleaved", op_view_head_second),
     (AE, "entropy-in-bits", ae_log2),
     (AE, "entropy-masked-rows-counted", ae_every_row),
     (AE, "entropy-nan-at-zero", ae_plain_log),
     (AE, "entropy-mean-of-means", ae_per_sequence_first),
     (AE, "entropy-summed-not-averaged", ae_total),
+    (AE, "entropy-live-rows-misread", ae_live_where_diagonal),
+    (AE, "entropy-live-rows-misread", ae_live_where_first_key),
 ]

@@ -40,6 +40,20 @@ def test_anything_else_is_judged_as_what_it_is(convert, words):
     assert v.status == "failed" and words in v.feedback, v.feedback
 
 
+def test_run_float_takes_a_float_computed_in_float32_as_float32():
+    """float(t) of a float32 tensor passed within rtol 1e-6 on the public cases; its value is
+    exactly a float32 number, which a float64 result is by chance once in 2^29."""
+    from mhsa_ref.untrusted.harness import run_float
+
+    third = float(np.float32(1) / np.float32(3))
+    assert run_float(lambda: third).dtype == np.float32
+    assert run_float(lambda: torch.tensor(0.7).item()).dtype == np.float32
+    for plain in (1 / 3, 0.7, 1.0, 0.5, 0.0, 0.75, float("nan"), float("inf")):  # round numbers stay float64
+        assert run_float(lambda: plain).dtype == np.float64, plain
+    rng = np.random.default_rng(0)
+    assert all(run_float(lambda: float(v)).dtype == np.float64 for v in rng.random(10_000))
+
+
 def test_run_float_needs_no_torch_and_is_plain_data():
     ex = exercises.get(CKA)
     assert ex.harness.as_json() == {"name": "run_float", "options": {}} and not ex.harness.needs_torch

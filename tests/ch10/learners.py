@@ -277,6 +277,41 @@ def rollout_in_place(weights):
     return r
 
 
+def rollout_normalised_at_the_end(weights):
+    """Leaves each layer's rows alone and divides the final product's rows by their sums instead."""
+    import torch
+
+    r = torch.eye(weights[0].shape[-1])
+    for w in weights:
+        r = (w.mean(1) / 2 + torch.eye(w.shape[-1]) / 2) @ r
+    return r / r.sum(-1, keepdim=True)
+
+
+def rollout_reversed_in_place(weights):
+    """Reverses the caller's list to multiply from the last layer down: the caller's list is changed."""
+    import torch
+
+    weights.reverse()
+    r = None
+    for w in weights:
+        a = 0.5 * w.mean(1) + 0.5 * torch.eye(w.shape[-1])
+        a = a / a.sum(-1, keepdim=True)
+        r = a if r is None else r @ a
+    return r
+
+
+def rollout_pops_layers(weights):
+    """Consumes the caller's list with pop(0): the caller is left with an empty list."""
+    import torch
+
+    r = torch.eye(weights[0].shape[-1])
+    while weights:
+        w = weights.pop(0)
+        a = w.mean(1) + torch.eye(w.shape[-1])
+        r = (a / a.sum(-1, keepdim=True)) @ r
+    return r
+
+
 CORRECT[ROLLOUT] = [rollout_loop, rollout_einsum_float64, rollout_reversed_reduce]
 
 WRONG += [
@@ -287,4 +322,7 @@ WRONG += [
     (ROLLOUT, "rollout-heads-summed", rollout_sum_heads),
     (ROLLOUT, "rollout-last-layer-only", rollout_last_only),
     (ROLLOUT, "input-modified-in-place", rollout_in_place),
+    (ROLLOUT, "rollout-rows-not-renormalised", rollout_normalised_at_the_end),
+    (ROLLOUT, "input-modified-in-place", rollout_reversed_in_place),
+    (ROLLOUT, "input-modified-in-place", rollout_pops_layers),
 ]

@@ -163,6 +163,29 @@ def test_the_tensor_harness_passes_a_list_of_tensors_sharing_the_case_memory():
     assert whole.tolist() == [2, 1, 1, 3, 3]
 
 
+@pytest.mark.parametrize("change", ["reverse", "pop", "replace", "append"])
+def test_the_tensor_harness_shows_a_change_of_the_callers_list_in_its_array(change):
+    """Reversing, popping, replacing an entry of or appending to the list it was given changes the
+    caller's list: its array is filled with NaN, so the judge names the argument modified in place.
+    Reading the list, even into a reversed copy, changes nothing."""
+    from mhsa_ref.untrusted.harness import run_tensor_function
+
+    maps = np.ones((2, 1, 1, 3, 3), dtype=np.float32) / 3
+
+    def learner(weights):
+        out = weights[0].mean(1).clone()
+        {"reverse": weights.reverse, "pop": weights.pop, "replace": lambda: weights.__setitem__(0, weights[0] * 1),
+         "append": lambda: weights.append(weights[0])}[change]()
+        return out
+
+    out = run_tensor_function(learner, maps, lists=[0])
+    np.testing.assert_allclose(out, np.ones((1, 3, 3)) / 3)  # the output is taken before the array is marked
+    assert np.isnan(maps).all()
+    fresh = np.ones((2, 1, 1, 3, 3), dtype=np.float32) / 3
+    run_tensor_function(lambda weights: list(reversed(weights))[0].mean(1), fresh, lists=[0])
+    assert (fresh == np.float32(1 / 3)).all()
+
+
 def test_rollout_check_prints_passed_and_names_a_wrong_order(capsys):
     from .learners import rollout_first_on_left, rollout_loop
 

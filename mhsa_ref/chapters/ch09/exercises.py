@@ -3,7 +3,7 @@ orthogonality penalty between heads (PyTorch, float32), and, as a stretch, the m
 each head's attention rows (PyTorch, float32, through the ``run_tensor_function`` harness).
 
 ``09.linear_cka`` returns "a float": it runs through the ``run_float`` harness, which takes a
-Python float as the float64 it is. ``09.orthogonality_penalty`` runs through ``run_differentiable``:
+Python float as the float64 it is, unless its value shows it was computed in float32. ``09.orthogonality_penalty`` runs through ``run_differentiable``:
 W comes in as a tensor that requires grad, and the check compares the penalty and its gradient
 with respect to W, so a penalty that autograd cannot differentiate (``.item()``) fails.
 
@@ -18,7 +18,8 @@ of them (tests/ch09/learners.py proves it with independently written wrong code)
   h = h' counted), heads whose rows lie in orthogonal subspaces (the penalty and its gradient are
   0, while ||W_hᵀ W_h'|| is not), one head (no pair: 0, and still a tensor);
 - entropy: causal rows (zero weights: 0 log 0), padded sequences of different lengths (all-zero
-  rows of masked queries, and sequences with fewer rows than others), one-hot and uniform rows.
+  rows of masked queries, and sequences with fewer rows than others), one-hot and uniform rows,
+  left padding with no query reading itself (live rows with 0 on key 0 and on the diagonal).
 """
 
 from __future__ import annotations
@@ -100,6 +101,10 @@ def _cka_variant(kind: str):
             Xc, Yc = X, Y
         elif kind == "only-X-centred":
             Xc, Yc = X - X.mean(axis=0), Y
+        elif kind == "only-Y-centred":
+            Xc, Yc = X, Y - Y.mean(axis=0)
+        elif kind == "standardised":
+            Xc, Yc = (X - X.mean(axis=0)) / X.std(axis=0), (Y - Y.mean(axis=0)) / Y.std(axis=0)
         elif kind == "rows-centred":
             Xc, Yc = X - X.mean(axis=1, keepdims=True), Y - Y.mean(axis=1, keepdims=True)
         else:
@@ -147,11 +152,19 @@ LINEAR_CKA = Exercise(
     misconceptions=(
         Misconception(
             "cka-not-centred",
-            "Your CKA is computed from features that were not centred. CKA compares how the examples "
+            "Your CKA is computed from features that were not centred (or only one side was). CKA compares how the examples "
             "vary around their mean: subtract each column's mean over the examples, "
             "X - X.mean(axis=0), from both X and Y first (otherwise a shared offset alone makes two "
             "unrelated representations look alike).",
-            (_cka_variant("not-centred"), _cka_variant("only-X-centred")),
+            (_cka_variant("not-centred"), _cka_variant("only-X-centred"), _cka_variant("only-Y-centred")),
+        ),
+        Misconception(
+            "cka-features-standardised",
+            "You standardised each feature (divided it by its standard deviation, as a z-score or "
+            "np.corrcoef does). Linear CKA only centres the features: it changes when one feature is "
+            "scaled alone (it is invariant to rotations and to one overall scale, not to per-feature "
+            "scales, which is how it sees a few large directions dominate a representation).",
+            (_cka_variant("standardised"),),
         ),
         Misconception(
             "cka-centred-over-features",
@@ -297,6 +310,26 @@ ORTHOGONALITY_PENALTY = Exercise(
             (_wrong("norms_not_squared"),),
         ),
         Misconception(
+            "penalty-adjacent-pairs-only",
+            "You compare each head with the next one only (h and h + 1). Every pair must be penalised: "
+            "heads 0 and 2 can read the same directions too. Sum over all h < h', a double loop.",
+            (_wrong("adjacent_pairs_only"),),
+        ),
+        Misconception(
+            "penalty-norm-of-the-sum",
+            "You add the blocks W_h W_h'ᵀ together first and square the norm of the sum, so blocks of "
+            "opposite sign cancel and two overlapping pairs of heads can look orthogonal. Square each "
+            "pair's norm, then add: sum over h < h' of ||W_h W_h'ᵀ||_F².",
+            (_wrong("norm_of_the_sum"),),
+        ),
+        Misconception(
+            "penalty-heads-interleaved",
+            "Your heads are interleaved rows (h, h + num_heads, ...): W.reshape(d_h, num_heads, d_model) "
+            "puts the head axis second. Head h owns the consecutive rows W[h*d_h:(h+1)*d_h]: "
+            "W.reshape(num_heads, d_h, d_model), the head axis first.",
+            (_wrong("heads_interleaved"),),
+        ),
+        Misconception(
             "penalty-not-differentiable",
             "Your penalty has the right value but no gradient: autograd sees a constant (.item(), "
             "float(...) or torch.tensor(...) cut the graph), so training with it changes nothing. "
@@ -325,12 +358,16 @@ def _softmax_rows(scores: np.ndarray, allowed: np.ndarray) -> np.ndarray:
 
 
 def _entropy_cases(rng: np.random.Generator) -> list[Case]:
-    def case(name, B, h, L, lengths=None, causal=False, spread=1.0):
+    def case(name, B, h, L, lengths=None, causal=False, spread=1.0, left=False, self_allowed=True):
         allowed = np.ones((B, 1, L, L), dtype=bool)
         if causal:
             allowed &= np.tril(np.ones((L, L), dtype=bool))
+        if not self_allowed:
+            allowed &= ~np.eye(L, dtype=bool)
         if lengths is not None:  # padded queries and keys: a padded query attends nowhere
             valid = np.arange(L)[None, :] < np.asarray(lengths)[:, None]  # (B, L)
+            if left:  # the padding comes first, as decoders batch prompts: key 0 is a pad
+                valid = valid[:, ::-1]
             allowed &= valid[:, None, :, None] & valid[:, None, None, :]
         weights = _softmax_rows(spread * rng.normal(size=(B, h, L, L)), allowed)
         return Case(name, (weights.astype(np.float32),), arg_names=("weights",))
@@ -346,6 +383,9 @@ def _entropy_cases(rng: np.random.Generator) -> list[Case]:
         Case("head 0 looks at one key per row, head 1 spreads evenly", (peaked_and_flat,), arg_names=("weights",)),
         case("B=2, 4 heads, L=7, causal and padded (lengths 7 and 3), peaked scores", 2, 4, 7, lengths=[7, 3],
              causal=True, spread=3.0),
+        # Live rows with a 0 on key 0 and on the diagonal: only "any weight in the row" tells them
+        case("B=2, 2 heads, L=5, left-padded (lengths 5 and 3), no query reads itself", 2, 2, 5, lengths=[5, 3],
+             left=True, self_allowed=False),
     ]
     for i in range(2):
         B, h, L = int(rng.integers(1, 4)), int(rng.integers(1, 5)), int(rng.integers(2, 9))
@@ -397,6 +437,14 @@ ATTENTION_ENTROPY = Exercise(
             "You get NaN where a weight is 0 (a causal or padding mask): p * log(p) is 0 * -inf there. "
             "The limit of p log p at 0 is 0: torch.special.xlogy(p, p), or torch.where(p > 0, ..., 0).",
             (_wrong("entropy_nan_at_zero"), _wrong("entropy_nan_at_zero_everywhere")),
+        ),
+        Misconception(
+            "entropy-live-rows-misread",
+            "You decide whether a row is masked from one of its weights (its query's weight on itself, or on "
+            "key 0). Those can be 0 in a row that attends elsewhere: a left-padded sequence, whose first keys "
+            "are pads, or a query that may not read itself. A row is masked only when ALL its weights are 0: "
+            "(weights != 0).any(-1).",
+            (_wrong("entropy_live_rows_from_diagonal"), _wrong("entropy_live_rows_from_first_key")),
         ),
         Misconception(
             "entropy-mean-of-means",

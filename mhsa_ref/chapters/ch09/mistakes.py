@@ -85,6 +85,31 @@ def norms_not_squared(W, num_heads):
     return total
 
 
+def _adjacent(n):
+    return [(a, a + 1) for a in range(n - 1)]
+
+
+def adjacent_pairs_only(W, num_heads):
+    """Only neighbouring heads (h, h + 1): heads 0 and 2 are never compared."""
+    return _sum(_rows(W, num_heads), _adjacent, _outer)
+
+
+def norm_of_the_sum(W, num_heads):
+    """||sum_{h<h'} W_h W_h'ᵀ||_F²: the blocks added first, so they can cancel each other."""
+    rows = _rows(W, num_heads)
+    total = rows[0] @ rows[0].T * 0
+    for a, b in _upper(num_heads):
+        total = total + rows[a] @ rows[b].T
+    return total.square().sum()
+
+
+def heads_interleaved(W, num_heads):
+    """W.reshape(d_h, num_heads, d_model): head h gets rows h, h + num_heads, ... not a block."""
+    d_h = W.shape[0] // num_heads
+    heads = W.reshape(d_h, num_heads, -1).transpose(0, 1)
+    return _sum(list(heads), _upper, _outer)
+
+
 def detached(W, num_heads):
     """The right number, through .item(): autograd sees a constant, and training nothing."""
     value = _sum(_rows(W, num_heads), _upper, _outer).item()
@@ -122,6 +147,20 @@ def entropy_nan_at_zero(weights):
 def entropy_nan_at_zero_everywhere(weights):
     per_row = -(weights * torch.log(weights)).sum(-1)
     rows = _attends(weights)
+    return (per_row * rows).sum((0, 2)) / rows.sum((0, 2))
+
+
+def entropy_live_rows_from_diagonal(weights):
+    """A row counts when its query's weight on itself is not 0: true under causal and right
+    padding masks, not when a query may not read itself or its own weight underflows."""
+    per_row, rows = _row_entropy(weights), torch.diagonal(weights, dim1=-2, dim2=-1) > 0
+    return (per_row * rows).sum((0, 2)) / rows.sum((0, 2))
+
+
+def entropy_live_rows_from_first_key(weights):
+    """A row counts when its weight on key 0 is not 0: true under causal and right padding masks,
+    not under left padding (key 0 a pad)."""
+    per_row, rows = _row_entropy(weights), weights[..., 0] > 0
     return (per_row * rows).sum((0, 2)) / rows.sum((0, 2))
 
 

@@ -281,8 +281,11 @@ ATTENTION_ROLLOUT = Exercise(
             "rollout-rows-not-renormalised",
             "Your rows do not sum to 1: after adding the identity, divide each row of the layer's matrix "
             "by its sum (a row of zeros, a query that may read nothing, sums to 0.5 with the 0.5 weights, "
-            "and A + I sums to 2). Then every row of the product sums to 1 as well.",
-            (_rollout_wrong("not_renormalised"), _rollout_wrong("identity_added_not_renormalised")),
+            "and A + I sums to 2). Then every row of the product sums to 1 as well. Dividing only the "
+            "product's rows at the end is not the same: a lower layer's short row has already scaled "
+            "what flowed through it.",
+            (_rollout_wrong("not_renormalised"), _rollout_wrong("identity_added_not_renormalised"),
+             _rollout_wrong("renormalised_once_at_the_end")),
         ),
         Misconception(
             "rollout-layers-in-wrong-order",

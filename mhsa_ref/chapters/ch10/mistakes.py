@@ -40,6 +40,12 @@ def identity_added_not_renormalised(weights):
     return _product([a.mean(dim=1) + _eye(a) for a in weights])
 
 
+def renormalised_once_at_the_end(weights):
+    """The rows of the product divided by their sums, the layers' own rows left as they are: a row
+    of zeros in a lower layer still loses its mass on the way up."""
+    return _renormalised(_product([0.5 * a.mean(dim=1) + 0.5 * _eye(a) for a in weights]))
+
+
 def first_layer_on_the_left(weights):
     """Â_1 @ Â_2 @ ... @ Â_L: the layers multiplied in reading order."""
     return _product([_renormalised(0.5 * a.mean(dim=1) + 0.5 * _eye(a)) for a in weights], last_on_left=False)
