@@ -220,6 +220,10 @@ def _normalise_function(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
         elif isinstance(node, (*_DEFS, ast.ExceptHandler)) and node is not fn and node.name:
             local.add(node.name)
             sites.append((node, "name"))
+        elif isinstance(node, ast.alias) and node.name != "*" and (node.asname or "." not in node.name):
+            # ``import torch`` inside a function binds a local: ``import torch as t`` is the same code
+            local.add(node.asname or node.name)
+            sites.append((node, "alias"))
         elif isinstance(node, (ast.Global, ast.Nonlocal)):
             declared.update(node.names)
         elif isinstance(node, ast.Call) and all(k.arg is not None for k in node.keywords):
@@ -229,6 +233,11 @@ def _normalise_function(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
     local -= declared
     mapping: dict[str, str] = {}
     for node, attr in sites:
+        if attr == "alias":
+            name = node.asname or node.name
+            if name in local:
+                node.asname = mapping.setdefault(name, f"_v{len(mapping)}")
+            continue
         name = getattr(node, attr)
         if name in local:
             setattr(node, attr, mapping.setdefault(name, f"_v{len(mapping)}"))
